@@ -1,0 +1,39 @@
+# istiod — build, test and generation targets. See README.md.
+GO        ?= go
+OUT       ?= out
+PKGS      ?= ./...
+FUZZTIME  ?= 30s
+BENCHTIME ?= 1x
+
+.PHONY: build test gen gen-check lint bench run fuzz clean
+
+build:
+	$(GO) build -o $(OUT)/istiod ./cmd/istiod
+
+# Everything that can run on this machine: unit, golden and integration tests, with the race detector.
+test:
+	$(GO) test -race -count=1 $(PKGS)
+
+gen:
+	$(GO) generate ./pkg/config/schema/...
+
+gen-check:
+	$(GO) run ./pkg/config/schema/codegen -metadata pkg/config/schema/metadata.yaml -root . -check
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 ./tests/arch/...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+run: build
+	$(OUT)/istiod validate -f manifests/examples/bookinfo
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pilot/pkg/config/kube/crd
+
+clean:
+	rm -rf $(OUT)

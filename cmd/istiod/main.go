@@ -1,0 +1,12 @@
+// Command istiod is an Istio-compatible control plane.
+package main
+
+import (
+	"os"
+
+	"github.com/meshplane/istiod/cmd/istiod/app"
+)
+
+func main() {
+	os.Exit(app.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

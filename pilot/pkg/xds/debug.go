@@ -1,0 +1,204 @@
+package xds
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sort"
+	"strings"
+
+	meshconfig "istio.io/api/mesh/v1alpha1"
+
+	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/schema/resource"
+	"github.com/meshplane/istiod/pkg/diag"
+	"github.com/meshplane/istiod/pkg/log"
+)
+
+var debugLog = log.RegisterScope("debug", "debug endpoints")
+
+// DebugOptions are the sources the debug endpoints read.
+type DebugOptions struct {
+	// Store is the aggregate config store (/debug/configz, /debug/resourcesz).
+	Store model.ConfigStore
+	// Mesh returns the active mesh config (/debug/mesh).
+	Mesh func() *meshconfig.MeshConfig
+	// Collections renders the collections registry (/debug/krtz).
+	Collections json.Marshaler
+	// Problems is the board of current configuration problems (/debug/warningz).
+	Problems *diag.Board
+	// Profile enables /debug/pprof/*.
+	Profile bool
+}
+
+// Debug serves the debug endpoints.
+type Debug struct {
+	opts     DebugOptions
+	handlers map[string]debugEndpoint
+}
+
+type debugEndpoint struct {
+	help string
+	h    http.HandlerFunc
+}
+
+// NewDebug builds the debug endpoints.
+func NewDebug(opts DebugOptions) *Debug {
+	d := &Debug{opts: opts, handlers: map[string]debugEndpoint{}}
+	d.add("configz", "every stored object in Kubernetes shape", d.configz)
+	d.add("mesh", "the active MeshConfig", d.mesh)
+	d.add("krtz", "the collections, their state and dependencies", d.krtz)
+	d.add("resourcesz", "the kinds the store holds", d.resourcesz)
+	d.add("warningz", "current configuration problems: dropped fields, warnings, rejected documents, mesh errors", d.warningz)
+	d.add("list", "the debug endpoints (JSON)", d.list)
+	return d
+}
+
+func (d *Debug) add(name, help string, h http.HandlerFunc) {
+	d.handlers[name] = debugEndpoint{help: help, h: h}
+}
+
+// Install mounts the endpoints under /debug/ on mux. They answer only
+// requests from loopback addresses until authentication exists.
+func (d *Debug) Install(mux *http.ServeMux) {
+	mux.Handle("/debug", localOnly(http.HandlerFunc(d.index)))
+	mux.Handle("/debug/", localOnly(http.HandlerFunc(d.index)))
+	for name, e := range d.handlers {
+		mux.Handle("/debug/"+name, localOnly(e.h))
+	}
+	if d.opts.Profile {
+		mux.Handle("/debug/pprof/", localOnly(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", localOnly(http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", localOnly(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", localOnly(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", localOnly(http.HandlerFunc(pprof.Trace)))
+	}
+}
+
+// localOnly refuses requests whose peer is not a loopback address.
+func localOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		ip := net.ParseIP(host)
+		if err != nil || ip == nil || !ip.IsLoopback() {
+			http.Error(w, "debug endpoints are only served to localhost", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (d *Debug) names() []string {
+	names := make([]string, 0, len(d.handlers))
+	for n := range d.handlers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (d *Debug) index(w http.ResponseWriter, r *http.Request) {
+	if p := strings.TrimSuffix(r.URL.Path, "/"); p != "/debug" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	var b strings.Builder
+	b.WriteString("<html><head><title>istiod debug</title></head><body><h1>istiod debug endpoints</h1><table>\n")
+	for _, n := range d.names() {
+		b.WriteString(`<tr><td><a href="/debug/` + n + `">` + n + "</a></td><td>" + d.handlers[n].help + "</td></tr>\n")
+	}
+	b.WriteString("</table></body></html>\n")
+	_, _ = w.Write([]byte(b.String()))
+}
+
+func (d *Debug) list(w http.ResponseWriter, r *http.Request) {
+	names := d.names()
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "/debug/" + n
+	}
+	writeJSON(w, r, out)
+}
+
+// configz lists every stored object in its Kubernetes shape, walking the
+// store's schemas in order.
+func (d *Debug) configz(w http.ResponseWriter, r *http.Request) {
+	out := make([]json.RawMessage, 0)
+	if d.opts.Store != nil {
+		d.opts.Store.Schemas().ForEach(func(s resource.Schema) bool {
+			for _, c := range d.opts.Store.List(s.GroupVersionKind(), "") {
+				b, err := kubernetesJSON(c)
+				if err != nil {
+					debugLog.Warnf("configz: %v", err)
+					continue
+				}
+				out = append(out, b)
+			}
+			return false
+		})
+	}
+	writeJSON(w, r, out)
+}
+
+func kubernetesJSON(c config.Config) (json.RawMessage, error) {
+	k, err := crd.ConvertConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(k)
+}
+
+func (d *Debug) mesh(w http.ResponseWriter, r *http.Request) {
+	if d.opts.Mesh == nil {
+		http.Error(w, "no mesh config", http.StatusServiceUnavailable)
+		return
+	}
+	b, err := crd.MarshalSpec(d.opts.Mesh())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, r, b)
+}
+
+func (d *Debug) krtz(w http.ResponseWriter, r *http.Request) {
+	if d.opts.Collections == nil {
+		writeJSON(w, r, []any{})
+		return
+	}
+	writeJSON(w, r, d.opts.Collections)
+}
+
+func (d *Debug) resourcesz(w http.ResponseWriter, r *http.Request) {
+	out := make([]config.GroupVersionKind, 0)
+	if d.opts.Store != nil {
+		for _, s := range d.opts.Store.Schemas().All() {
+			out = append(out, s.GroupVersionKind())
+		}
+	}
+	writeJSON(w, r, out)
+}
+
+func (d *Debug) warningz(w http.ResponseWriter, r *http.Request) {
+	out := make([]diag.Problem, 0)
+	if d.opts.Problems != nil {
+		out = append(out, d.opts.Problems.List()...)
+	}
+	writeJSON(w, r, out)
+}
+
+// writeJSON writes v indented, as Istio's debug endpoints do.
+func writeJSON(w http.ResponseWriter, _ *http.Request, v any) {
+	b, err := json.MarshalIndent(v, "", "    ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+	_, _ = w.Write([]byte("\n"))
+}

@@ -1,0 +1,178 @@
+package validation
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+
+	security "istio.io/api/security/v1beta1"
+
+	"github.com/meshplane/istiod/pkg/config"
+)
+
+// ValidatePeerAuthentication checks a PeerAuthentication.
+func ValidatePeerAuthentication(cfg config.Config) (Warning, error) {
+	in, ok := cfg.Spec.(*security.PeerAuthentication)
+	if !ok {
+		return nil, secCastError("PeerAuthentication", cfg.Spec)
+	}
+	if in == nil {
+		in = &security.PeerAuthentication{}
+	}
+	r := &Report{}
+	secWorkloadSelector(r, secSpec.Field("selector"), in.GetSelector())
+	if m := in.GetMtls(); m != nil && !secEnumKnown(m.GetMode(), security.PeerAuthentication_MutualTLS_Mode_name) {
+		r.Errorf(secSpec.Field("mtls").Field("mode"), "unknown mTLS mode %d", int32(m.GetMode()))
+	}
+	plp := secSpec.Field("portLevelMtls")
+	if in.PortLevelMtls != nil && len(in.PortLevelMtls) == 0 {
+		r.Errorf(plp, "port level mTLS, if defined, must have at least one element")
+	}
+	if len(in.GetPortLevelMtls()) > 0 && len(in.GetSelector().GetMatchLabels()) == 0 {
+		r.Errorf(plp, "portLevelMtls requires selector: mesh/namespace peer authentication cannot have port level mTLS")
+	}
+	for _, port := range secSortedKeys(in.GetPortLevelMtls()) {
+		p := plp.Key(fmt.Sprint(port))
+		if port < 1 || port > 65535 {
+			r.Errorf(p, "port must be in range 1..65535, found %d", port)
+		}
+		m := in.GetPortLevelMtls()[port]
+		if m == nil {
+			r.Errorf(p, "port level mTLS entry must set mtls")
+			continue
+		}
+		if !secEnumKnown(m.GetMode(), security.PeerAuthentication_MutualTLS_Mode_name) {
+			r.Errorf(p.Field("mode"), "unknown mTLS mode %d", int32(m.GetMode()))
+		}
+	}
+	return r.Result()
+}
+
+// ValidateRequestAuthentication checks a RequestAuthentication.
+func ValidateRequestAuthentication(cfg config.Config) (Warning, error) {
+	in, ok := cfg.Spec.(*security.RequestAuthentication)
+	if !ok {
+		return nil, secCastError("RequestAuthentication", cfg.Spec)
+	}
+	if in == nil {
+		in = &security.RequestAuthentication{}
+	}
+	r := &Report{}
+	secPolicyAttachment(r, secSpec, in.GetSelector(), in.GetTargetRef(), in.GetTargetRefs())
+	if len(in.GetJwtRules()) > 4096 {
+		r.Errorf(secSpec.Field("jwtRules"), "at most 4096 jwtRules may be set, found %d", len(in.GetJwtRules()))
+	}
+	for i, rule := range in.GetJwtRules() {
+		p := secSpec.Field("jwtRules").Index(i)
+		if rule == nil {
+			r.Errorf(p, "jwtRule must not be null")
+			continue
+		}
+		secJWTRule(r, p, rule)
+	}
+	return r.Result()
+}
+
+func secJWTRule(r *Report, p Path, rule *security.JWTRule) {
+	if rule.GetIssuer() == "" && rule.GetJwksUri() == "" {
+		r.Errorf(p.Field("issuer"), "issuer must be set (issuer or jwksUri must be non-empty string)")
+	}
+	secNoEmptyValues(r, p.Field("audiences"), rule.GetAudiences())
+	if rule.GetJwksUri() != "" && rule.GetJwks() != "" {
+		r.Errorf(p, "only one of jwks or jwksUri can be set")
+	}
+	if u := rule.GetJwksUri(); u != "" {
+		r.Add(p.Field("jwksUri"), secJwksURI(u))
+	}
+	if rule.GetJwks() != "" {
+		r.Add(p.Field("jwks"), secJwks(rule.GetJwks()))
+	}
+	for i, h := range rule.GetFromHeaders() {
+		hp := p.Field("fromHeaders").Index(i)
+		if h == nil {
+			r.Errorf(hp, "location header must not be null")
+			continue
+		}
+		if h.GetName() == "" {
+			r.Errorf(hp.Field("name"), "location header name must be non-empty string")
+		}
+	}
+	for i, v := range rule.GetFromParams() {
+		if v == "" {
+			r.Errorf(p.Field("fromParams").Index(i), "location query must be non-empty string")
+		}
+	}
+	for i, v := range rule.GetFromCookies() {
+		if v == "" {
+			r.Errorf(p.Field("fromCookies").Index(i), "cookie name must be non-empty string")
+		}
+	}
+	for i, c := range rule.GetOutputClaimToHeaders() {
+		cp := p.Field("outputClaimToHeaders").Index(i)
+		if c == nil {
+			r.Errorf(cp, "outputClaimToHeaders must not be null")
+			continue
+		}
+		if c.GetClaim() == "" {
+			r.Errorf(cp.Field("claim"), "outputClaimToHeaders claim must be non-empty string")
+		}
+		r.Add(cp.Field("header"), secHeaderNameStrict(c.GetHeader()))
+	}
+	secNoEmptyValues(r, p.Field("spaceDelimitedClaims"), rule.GetSpaceDelimitedClaims())
+	if rule.GetTimeout() != nil {
+		r.Add(p.Field("timeout"), CheckDuration(rule.GetTimeout()))
+	}
+}
+
+// secJwksURI requires an http or https URL with a host.
+func secJwksURI(raw string) error {
+	if len(raw) > 2048 {
+		return fmt.Errorf("jwksUri must be at most 2048 characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("invalid jwksUri %q: %v", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("url must have scheme http:// or https://, URI scheme %q is not supported", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("jwksUri %q has no host", raw)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("jwksUri %q has an invalid port %q", raw, p)
+		}
+	}
+	return nil
+}
+
+// secJwks accepts a JSON Web Key or a JSON Web Key Set.
+func secJwks(raw string) error {
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+		return fmt.Errorf("jwks parse error: %v", err)
+	}
+	keys, isSet := doc["keys"]
+	if !isSet {
+		if _, ok := doc["kty"].(string); !ok {
+			return fmt.Errorf("jwks parse error: key has no \"kty\"")
+		}
+		return nil
+	}
+	list, ok := keys.([]any)
+	if !ok {
+		return fmt.Errorf("jwks parse error: \"keys\" must be a list")
+	}
+	for i, k := range list {
+		obj, ok := k.(map[string]any)
+		if !ok {
+			return fmt.Errorf("jwks parse error: keys[%d] is not an object", i)
+		}
+		if _, ok := obj["kty"].(string); !ok {
+			return fmt.Errorf("jwks parse error: keys[%d] has no \"kty\"", i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+// Package diag keeps the control plane's current configuration problems —
+// dropped unknown fields, validation warnings, rejected documents, mesh config
+// that fails to parse — so /debug/warningz can list them until they are fixed.
+//
+// A reporter owns a subject (e.g. one file, or the mesh config) and replaces
+// the subject's problems wholesale each time it re-reads it; an empty report
+// means fixed.
+package diag
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Severity of a problem.
+type Severity string
+
+// Severities.
+const (
+	Warning Severity = "warning"
+	Error   Severity = "error"
+)
+
+// Problem is one finding about one object or input.
+type Problem struct {
+	Severity Severity `json:"severity"`
+	// Source is the component that found it: "file", "mesh", "crd", ...
+	Source string `json:"source"`
+	// Subject is what the reporter re-reads as a unit (a file path, "mesh").
+	Subject string `json:"subject"`
+	// Object names the object (kind namespace/name) when known.
+	Object string `json:"object,omitempty"`
+	// Field is the field path when known (e.g. spec.http[0].routez).
+	Field   string    `json:"field,omitempty"`
+	Message string    `json:"message"`
+	Since   time.Time `json:"since"`
+}
+
+type key struct{ source, subject string }
+
+// Board holds the current problems. The zero value is not usable; use New.
+type Board struct {
+	mu       sync.RWMutex
+	now      func() time.Time
+	problems map[key][]Problem
+}
+
+// New returns an empty board using now for time stamps (time.Now when nil).
+func New(now func() time.Time) *Board {
+	if now == nil {
+		now = time.Now
+	}
+	return &Board{now: now, problems: map[key][]Problem{}}
+}
+
+// Report replaces the problems of (source, subject). A problem already present
+// (same object, field, severity and message) keeps its original Since time.
+func (b *Board) Report(source, subject string, problems []Problem) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := key{source, subject}
+	if len(problems) == 0 {
+		delete(b.problems, k)
+		return
+	}
+	old := map[string]time.Time{}
+	for _, p := range b.problems[k] {
+		old[identity(p)] = p.Since
+	}
+	now := b.now()
+	out := make([]Problem, len(problems))
+	for i, p := range problems {
+		p.Source, p.Subject = source, subject
+		if t, ok := old[identity(p)]; ok {
+			p.Since = t
+		} else if p.Since.IsZero() {
+			p.Since = now
+		}
+		out[i] = p
+	}
+	b.problems[k] = out
+}
+
+// Clear removes the problems of (source, subject).
+func (b *Board) Clear(source, subject string) { b.Report(source, subject, nil) }
+
+func identity(p Problem) string {
+	return string(p.Severity) + "\x00" + p.Object + "\x00" + p.Field + "\x00" + p.Message
+}
+
+// List returns every current problem, sorted by source, subject, then order of report.
+func (b *Board) List() []Problem {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	keys := make([]key, 0, len(b.problems))
+	for k := range b.problems {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].source != keys[j].source {
+			return keys[i].source < keys[j].source
+		}
+		return keys[i].subject < keys[j].subject
+	})
+	var out []Problem
+	for _, k := range keys {
+		out = append(out, b.problems[k]...)
+	}
+	return out
+}
+
+// Count returns the number of problems of a severity.
+func (b *Board) Count(s Severity) int {
+	n := 0
+	for _, p := range b.List() {
+		if p.Severity == s {
+			n++
+		}
+	}
+	return n
+}
