@@ -30,7 +30,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
 
 run: build
-	$(OUT)/istiod validate -f manifests/examples/bookinfo
+	$(OUT)/istiod discovery --configDir manifests/examples/bookinfo --meshConfig manifests/examples/mesh.yaml
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pilot/pkg/config/kube/crd

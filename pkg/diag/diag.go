@@ -41,9 +41,18 @@ type key struct{ source, subject string }
 
 // Board holds the current problems. The zero value is not usable; use New.
 type Board struct {
-	mu       sync.RWMutex
-	now      func() time.Time
-	problems map[key][]Problem
+	mu        sync.RWMutex
+	now       func() time.Time
+	problems  map[key][]Problem
+	providers []func() []Problem
+}
+
+// AddProvider adds a function whose problems List includes on every call,
+// for components that keep their own list (e.g. the mesh watcher).
+func (b *Board) AddProvider(f func() []Problem) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.providers = append(b.providers, f)
 }
 
 // New returns an empty board using now for time stamps (time.Now when nil).
@@ -106,6 +115,9 @@ func (b *Board) List() []Problem {
 	var out []Problem
 	for _, k := range keys {
 		out = append(out, b.problems[k]...)
+	}
+	for _, f := range b.providers {
+		out = append(out, f()...)
 	}
 	return out
 }

@@ -35,6 +35,6 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidateCommand(), newVersionCommand())
+	root.AddCommand(newDiscoveryCommand(), newValidateCommand(), newVersionCommand())
 	return root
 }

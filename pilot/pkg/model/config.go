@@ -5,6 +5,7 @@ import (
 
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
+	"github.com/meshplane/istiod/pkg/kube/krt"
 )
 
 // Event is what happened to a config object.
@@ -82,4 +83,18 @@ type ConfigStoreController interface {
 	Run(stop <-chan struct{})
 	// HasSynced reports whether the initial state has been loaded.
 	HasSynced() bool
+}
+
+// KrtHandler adapts an EventHandler to the events of a collection of configs.
+func KrtHandler(h EventHandler) func(krt.Event[config.Config]) {
+	return func(e krt.Event[config.Config]) {
+		switch e.Event {
+		case krt.EventAdd:
+			h(config.Config{}, *e.New, EventAdd)
+		case krt.EventUpdate:
+			h(*e.Old, *e.New, EventUpdate)
+		case krt.EventDelete:
+			h(config.Config{}, *e.Old, EventDelete)
+		}
+	}
 }

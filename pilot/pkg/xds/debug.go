@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -144,12 +145,25 @@ func (d *Debug) configz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, out)
 }
 
+// kubernetesJSON renders a config as Istio's configz does: the Kubernetes
+// shape with object keys sorted at every level (apiVersion, kind, metadata,
+// spec, status).
 func kubernetesJSON(c config.Config) (json.RawMessage, error) {
 	k, err := crd.ConvertConfig(c)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(k)
+	raw, err := json.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	var generic map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	return json.Marshal(generic)
 }
 
 func (d *Debug) mesh(w http.ResponseWriter, r *http.Request) {

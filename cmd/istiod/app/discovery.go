@@ -1,0 +1,129 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/meshplane/istiod/pilot/pkg/bootstrap"
+	"github.com/meshplane/istiod/pkg/log"
+	"github.com/meshplane/istiod/pkg/version"
+)
+
+// discoveryFlags are pilot-discovery's flags. Flags we accept but do not act
+// on yet are listed so that existing Deployments keep starting.
+func addDiscoveryFlags(fs *pflag.FlagSet, a *bootstrap.PilotArgs, lo *logOptions) {
+	fs.StringVar(&a.ConfigDir, "configDir", a.ConfigDir, "Directory to watch for Istio and Gateway API configuration (replaces Kubernetes as the config source)")
+	fs.StringVar(&a.MeshConfigFile, "meshConfig", a.MeshConfigFile, "File name for Istio mesh configuration; when it exists it wins over the ConfigMap")
+	fs.StringVar(&a.NetworksConfigFile, "networksConfig", a.NetworksConfigFile, "File name for Istio mesh networks configuration")
+	fs.StringVar(&a.KubeConfig, "kubeconfig", a.KubeConfig, "Kubeconfig file (in-cluster config when empty and running in a cluster)")
+	fs.Float32Var(&a.KubernetesAPIQPS, "kubernetesApiQPS", a.KubernetesAPIQPS, "Maximum QPS to the Kubernetes API server")
+	fs.IntVar(&a.KubernetesAPIBurst, "kubernetesApiBurst", a.KubernetesAPIBurst, "Maximum burst to the Kubernetes API server")
+	fs.StringSliceVar(&a.Registries, "registries", a.Registries, "Service registries to read (Kubernetes)")
+	fs.StringVar(&a.ClusterID, "clusterID", a.ClusterID, "ID of the cluster this istiod runs in")
+	fs.StringVarP(&a.Namespace, "namespace", "n", a.Namespace, "Namespace istiod runs in (POD_NAMESPACE)")
+	fs.StringVar(&a.Revision, "revision", a.Revision, "Control plane revision (REVISION)")
+	fs.StringVar(&a.Domain, "domain", a.Domain, "DNS domain suffix")
+	fs.StringVar(&a.HTTPAddr, "httpAddr", a.HTTPAddr, "Address of the HTTP server (readiness and debug)")
+	fs.StringVar(&a.GRPCAddr, "grpcAddr", a.GRPCAddr, "Address of the plaintext xDS gRPC server")
+	fs.StringVar(&a.SecureGRPCAddr, "secureGRPCAddr", a.SecureGRPCAddr, "Address of the TLS xDS gRPC server")
+	fs.StringVar(&a.HTTPSAddr, "httpsAddr", a.HTTPSAddr, "Address of the webhook HTTPS server")
+	fs.StringVar(&a.MonitoringAddr, "monitoringAddr", a.MonitoringAddr, "Address of the monitoring server (/metrics, /version, debug)")
+	fs.DurationVar(&a.Keepalive.Time, "keepaliveInterval", a.Keepalive.Time, "gRPC keepalive interval")
+	fs.DurationVar(&a.Keepalive.Timeout, "keepaliveTimeout", a.Keepalive.Timeout, "gRPC keepalive timeout")
+	fs.DurationVar(&a.Keepalive.MaxServerConnectionAge, "keepaliveMaxServerConnectionAge", a.Keepalive.MaxServerConnectionAge, "Maximum age of an xDS connection before it is closed")
+	fs.DurationVar(&a.Keepalive.MaxServerConnectionAgeGrace, "keepaliveMaxServerConnectionAgeGrace", a.Keepalive.MaxServerConnectionAgeGrace, "Grace period after the maximum age")
+	fs.BoolVar(&a.Profile, "profile", a.Profile, "Serve /debug/pprof")
+	fs.DurationVar(&a.ShutdownDuration, "shutdownDuration", a.ShutdownDuration, "Time allowed for graceful shutdown")
+	fs.DurationVar(&a.FileResync, "fileResync", a.FileResync, "How often --configDir is re-read even without file events")
+	fs.StringVar(&lo.levels, "log_output_level", lo.levels, "Comma-separated scope:level list (levels: debug, info, warn, error, none), e.g. default:info,model:debug")
+	fs.BoolVar(&lo.json, "log_as_json", lo.json, "Write logs as JSON")
+}
+
+type logOptions struct {
+	levels string
+	json   bool
+}
+
+// argsFromEnv applies the environment istiod reads at startup; flags given
+// explicitly win over it.
+func argsFromEnv(a *bootstrap.PilotArgs) error {
+	if v := os.Getenv("POD_NAMESPACE"); v != "" {
+		a.Namespace = v
+	}
+	if v := os.Getenv("REVISION"); v != "" {
+		a.Revision = v
+	}
+	if v := os.Getenv("CLUSTER_ID"); v != "" {
+		a.ClusterID = v
+	}
+	a.PodName = os.Getenv("POD_NAME")
+	if v := os.Getenv("PILOT_ENABLE_GATEWAY_API"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("PILOT_ENABLE_GATEWAY_API=%q: %v", v, err)
+		}
+		a.EnableGatewayAPI = b
+	}
+	return nil
+}
+
+func newDiscoveryCommand() *cobra.Command {
+	args := bootstrap.DefaultArgs()
+	lo := logOptions{levels: "default:info"}
+	cmd := &cobra.Command{
+		Use:   "discovery",
+		Short: "Run the control plane",
+		Args:  cobra.ArbitraryArgs,
+		FParseErrWhitelist: cobra.FParseErrWhitelist{
+			UnknownFlags: true, // pilot-discovery flags we do not know must not stop a Deployment
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// explicit flags win over the environment
+			explicit := map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { explicit[f.Name] = true })
+			saved := args
+			if err := argsFromEnv(&args); err != nil {
+				return err
+			}
+			if explicit["namespace"] {
+				args.Namespace = saved.Namespace
+			}
+			if explicit["revision"] {
+				args.Revision = saved.Revision
+			}
+			if explicit["clusterID"] {
+				args.ClusterID = saved.ClusterID
+			}
+			if err := log.Configure(log.Options{OutputLevels: lo.levels, JSON: lo.json, Out: cmd.ErrOrStderr()}); err != nil {
+				return err
+			}
+			return runDiscovery(args)
+		},
+	}
+	addDiscoveryFlags(cmd.Flags(), &args, &lo)
+	return cmd
+}
+
+func runDiscovery(args bootstrap.PilotArgs) error {
+	log.Infof("starting istiod %s (Istio %s compatible)", version.Get().Version, version.IstioCompat)
+	s, err := bootstrap.NewServer(args)
+	if err != nil {
+		return err
+	}
+	if err := s.Start(); err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	got := <-sig
+	log.Infof("received %v, shutting down", got)
+	s.Shutdown()
+	log.Infof("shutdown complete")
+	return nil
+}

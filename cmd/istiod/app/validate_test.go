@@ -1,0 +1,107 @@
+package app
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := NewRootCommand(&out, &errb)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetArgs(args)
+	code = 0
+	if err := root.Execute(); err != nil {
+		code = 1
+		if ee, ok := err.(exitError); ok {
+			code = ee.code
+		}
+	}
+	return code, out.String(), errb.String()
+}
+
+func TestValidateBundledExample(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "validate", "-f", "../../../manifests/examples/bookinfo")
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d, output:\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "0 rejected") {
+		t.Errorf("summary %q", errOut)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	bad := `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: r, namespace: ns}
+spec:
+  hosts: [r]
+  http:
+  - routez: [{destination: {host: r}}]
+---
+apiVersion: networking.istio.io/v1
+kind: EnvoyFilter
+metadata: {name: ef, namespace: ns}
+spec: {}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: s, namespace: ns}
+spec: {outboundTrafficPolicy: {mode: REGISTRY_ONLYY}}
+`
+	good := `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: d, namespace: ns}
+spec: {host: d}
+`
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "good.yml"), []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not config"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "validate", "-f", dir)
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	badPath := filepath.Join(dir, "bad.yaml")
+	for _, want := range []string{
+		badPath + `:0 VirtualService ns/r: warning: unknown field "spec.http[0].routez" dropped`,
+		badPath + `:0 VirtualService ns/r: error: spec.http[0]: HTTP route, redirect or direct_response is required`,
+		badPath + `:1 EnvoyFilter ns/ef: warning: unknown kind networking.istio.io/v1/EnvoyFilter, skipped`,
+		badPath + `:2 Sidecar ns/s: error: spec.outboundTrafficPolicy.mode: unknown value "REGISTRY_ONLYY" for enum istio.networking.v1alpha3.OutboundTrafficPolicy.Mode`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("output lacks line\n%s\ngot:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "1 objects valid, 2 rejected") {
+		t.Errorf("summary %q", errOut)
+	}
+}
+
+func TestValidateStdinAndMissingFile(t *testing.T) {
+	code, _, _ := runCLI(t, "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec: {host: d}\n", "validate", "-f", "-")
+	if code != 0 {
+		t.Errorf("stdin: exit %d", code)
+	}
+	code, _, errOut := runCLI(t, "", "validate", "-f", "/nonexistent/x.yaml")
+	if code != 1 || !strings.Contains(errOut, "no such file") {
+		t.Errorf("missing file: exit %d, %q", code, errOut)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "", "version", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"istioCompatibility": "1.31"`) {
+		t.Errorf("exit %d output %q", code, out)
+	}
+}

@@ -1,0 +1,81 @@
+// Package bootstrap wires a Server from the discovery flags: config sources,
+// the aggregate store, mesh config, the HTTP and monitoring listeners with the
+// debug endpoints and metrics, and readiness.
+package bootstrap
+
+import "time"
+
+// PilotArgs are the settings of `istiod discovery`, read once from flags and
+// environment by the command and passed down as a typed struct.
+type PilotArgs struct {
+	Namespace string
+	Revision  string
+	ClusterID string
+	PodName   string
+
+	// Config sources
+	ConfigDir          string
+	MeshConfigFile     string
+	NetworksConfigFile string
+	KubeConfig         string
+	Registries         []string
+	KubernetesAPIQPS   float32
+	KubernetesAPIBurst int
+	// EnableGatewayAPI stores Gateway API kinds too (PILOT_ENABLE_GATEWAY_API).
+	EnableGatewayAPI bool
+
+	// Listeners
+	HTTPAddr       string
+	GRPCAddr       string
+	SecureGRPCAddr string
+	HTTPSAddr      string
+	MonitoringAddr string
+
+	Domain string
+
+	Keepalive KeepaliveOptions
+
+	// Profile enables /debug/pprof.
+	Profile bool
+	// ShutdownDuration bounds graceful shutdown.
+	ShutdownDuration time.Duration
+	// FileResync is how often the directory source re-reads everything.
+	FileResync time.Duration
+}
+
+// KeepaliveOptions of the gRPC server.
+type KeepaliveOptions struct {
+	Time                        time.Duration
+	Timeout                     time.Duration
+	MaxServerConnectionAge      time.Duration
+	MaxServerConnectionAgeGrace time.Duration
+}
+
+// DefaultArgs returns pilot-discovery's defaults.
+func DefaultArgs() PilotArgs {
+	return PilotArgs{
+		Namespace:          "istio-system",
+		ClusterID:          "Kubernetes",
+		MeshConfigFile:     "./etc/istio/config/mesh",
+		NetworksConfigFile: "./etc/istio/config/meshNetworks",
+		Registries:         []string{"Kubernetes"},
+		KubernetesAPIQPS:   80,
+		KubernetesAPIBurst: 160,
+		EnableGatewayAPI:   true,
+		HTTPAddr:           ":8080",
+		GRPCAddr:           ":15010",
+		SecureGRPCAddr:     ":15012",
+		HTTPSAddr:          ":15017",
+		MonitoringAddr:     ":15014",
+		Domain:             "cluster.local",
+		Keepalive: KeepaliveOptions{
+			Time:                        30 * time.Second,
+			Timeout:                     10 * time.Second,
+			MaxServerConnectionAge:      30 * time.Minute,
+			MaxServerConnectionAgeGrace: 10 * time.Second,
+		},
+		Profile:          true,
+		ShutdownDuration: 10 * time.Second,
+		FileResync:       30 * time.Second,
+	}
+}

@@ -1,0 +1,264 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	meshconfig "istio.io/api/mesh/v1alpha1"
+
+	"github.com/meshplane/istiod/pilot/pkg/config/aggregate"
+	"github.com/meshplane/istiod/pilot/pkg/config/file"
+	"github.com/meshplane/istiod/pilot/pkg/config/memory"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pkg/config/mesh"
+	"github.com/meshplane/istiod/pkg/config/schema/collection"
+	"github.com/meshplane/istiod/pkg/config/schema/collections"
+	"github.com/meshplane/istiod/pkg/diag"
+	"github.com/meshplane/istiod/pkg/kube/krt"
+	"github.com/meshplane/istiod/pkg/log"
+)
+
+var scope = log.RegisterScope("bootstrap", "server wiring")
+
+// Server is a running control plane.
+type Server struct {
+	args PilotArgs
+
+	// internalStop ends everything the server started; closed by Shutdown.
+	internalStop chan struct{}
+	stopOnce     sync.Once
+
+	problems *diag.Board
+	krtDebug *krt.DebugHandler
+
+	store    *aggregate.Store
+	mesh     *mesh.Watcher
+	networks *mesh.NetworksWatcher
+
+	httpServer       *http.Server
+	monitoringServer *http.Server
+	httpListener     net.Listener
+	monitorListener  net.Listener
+
+	wg sync.WaitGroup
+}
+
+// NewServer wires a server from args. Nothing listens until Start.
+func NewServer(args PilotArgs) (*Server, error) {
+	s := &Server{
+		args:         args,
+		internalStop: make(chan struct{}),
+		problems:     diag.New(nil),
+		krtDebug:     krt.NewDebugHandler(),
+	}
+	s.initMeshConfiguration()
+	if err := s.initConfigController(); err != nil {
+		return nil, err
+	}
+	s.initServers()
+	initMetrics()
+	return s, nil
+}
+
+// initMeshConfiguration comes first: everything else may read the mesh config.
+func (s *Server) initMeshConfiguration() {
+	logger := log.RegisterScope("mesh", "mesh config").Slog()
+	opts := []mesh.Option{mesh.WithLogger(logger), mesh.WithStop(s.internalStop)}
+	_, err := os.Stat(s.args.MeshConfigFile)
+	fileExists := err == nil
+	// Without Kubernetes there is no ConfigMap source; the file is the only one.
+	sources := mesh.Sources(s.args.MeshConfigFile, fileExists, nil, nil, opts...)
+	s.mesh = mesh.NewWatcher(sources, s.internalStop, opts...)
+	s.mesh.AddMeshHandler(func() {
+		scope.Infof("mesh config changed")
+	})
+
+	var netSources []mesh.Source
+	if _, err := os.Stat(s.args.NetworksConfigFile); err == nil {
+		if fs, err := mesh.NewFileSource(s.args.NetworksConfigFile, opts...); err == nil {
+			netSources = append(netSources, fs)
+		} else {
+			scope.Warnf("cannot watch mesh networks file %s: %v", s.args.NetworksConfigFile, err)
+		}
+	}
+	s.networks = mesh.NewNetworksWatcher(netSources, s.internalStop, opts...)
+
+	s.problems.AddProvider(func() []diag.Problem {
+		var out []diag.Problem
+		for _, e := range s.mesh.Errors() {
+			out = append(out, diag.Problem{Severity: diag.Error, Source: "mesh", Subject: e.Source,
+				Message: "invalid mesh config, keeping the last good one: " + e.Err.Error(), Since: e.Since})
+		}
+		for _, w := range s.mesh.Warnings() {
+			out = append(out, diag.Problem{Severity: diag.Warning, Source: "mesh", Subject: w.Source, Message: w.Message})
+		}
+		for _, e := range s.networks.Errors() {
+			out = append(out, diag.Problem{Severity: diag.Error, Source: "meshNetworks", Subject: e.Source,
+				Message: e.Err.Error(), Since: e.Since})
+		}
+		return out
+	})
+}
+
+// storedSchemas are the kinds kept in the store.
+func (s *Server) storedSchemas() collection.Schemas {
+	if s.args.EnableGatewayAPI {
+		return collections.PilotGatewayAPI()
+	}
+	return collections.Pilot
+}
+
+func (s *Server) initConfigController() error {
+	var stores []aggregate.CollectionStore
+	switch {
+	case s.args.ConfigDir != "":
+		src, err := file.New(file.Options{
+			Dir:          s.args.ConfigDir,
+			Schemas:      s.storedSchemas(),
+			Domain:       s.args.Domain,
+			Problems:     s.problems,
+			Krt:          s.krtDebug,
+			ResyncPeriod: s.args.FileResync,
+		})
+		if err != nil {
+			return err
+		}
+		stores = append(stores, src)
+	case s.args.KubeConfig != "":
+		return errors.New("--kubeconfig: Kubernetes mode is not available yet; use --configDir")
+	default:
+		scope.Warnf("no config source (neither --configDir nor a Kubernetes client): serving an empty config store")
+		s.problems.Report("bootstrap", "config", []diag.Problem{{Severity: diag.Warning,
+			Message: "no config source: neither --configDir nor a Kubernetes client is configured"}})
+		stores = append(stores, memory.New(s.storedSchemas(), krt.WithDebugging(s.krtDebug)))
+	}
+	st, err := aggregate.MakeCache(stores, aggregate.Options{Stop: s.internalStop, Debug: s.krtDebug})
+	if err != nil {
+		return err
+	}
+	s.store = st
+	return nil
+}
+
+func (s *Server) initServers() {
+	debug := xds.NewDebug(xds.DebugOptions{
+		Store:       s.store,
+		Mesh:        s.Mesh,
+		Collections: s.krtDebug,
+		Problems:    s.problems,
+		Profile:     s.args.Profile,
+	})
+	httpMux := http.NewServeMux()
+	httpMux.HandleFunc("/ready", s.ready)
+	debug.Install(httpMux)
+	s.httpServer = &http.Server{Handler: httpMux, ReadHeaderTimeout: 10 * time.Second}
+
+	monMux := http.NewServeMux()
+	monMux.Handle("/metrics", metricsHandler())
+	monMux.HandleFunc("/version", versionHandler)
+	debug.Install(monMux)
+	s.monitoringServer = &http.Server{Handler: monMux, ReadHeaderTimeout: 10 * time.Second}
+}
+
+// Mesh returns the active mesh config (read-only).
+func (s *Server) Mesh() *meshconfig.MeshConfig { return s.mesh.Mesh() }
+
+// Store returns the aggregate config store.
+func (s *Server) Store() *aggregate.Store { return s.store }
+
+// Problems returns the board of current configuration problems.
+func (s *Server) Problems() *diag.Board { return s.problems }
+
+// ready answers 200 once every config source has synced.
+func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
+	if !s.store.HasSynced() {
+		http.Error(w, "config sources not synced", http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// Start binds the listeners and starts the sources. It returns once the
+// listeners are bound; serving continues until Shutdown.
+func (s *Server) Start() error {
+	var err error
+	if s.httpListener, err = net.Listen("tcp", s.args.HTTPAddr); err != nil {
+		return fmt.Errorf("--httpAddr %s: %v", s.args.HTTPAddr, err)
+	}
+	if s.monitorListener, err = net.Listen("tcp", s.args.MonitoringAddr); err != nil {
+		_ = s.httpListener.Close()
+		return fmt.Errorf("--monitoringAddr %s: %v", s.args.MonitoringAddr, err)
+	}
+	s.serve(s.httpServer, s.httpListener, "http")
+	s.serve(s.monitoringServer, s.monitorListener, "monitoring")
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.store.Run(s.internalStop)
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		start := time.Now()
+		if s.WaitUntilSynced(s.internalStop) {
+			// The initial load is a burst of short-lived parsing garbage;
+			// hand it back to the OS instead of carrying it as resident memory.
+			debug.FreeOSMemory()
+			scope.Infof("config sources synced in %v", time.Since(start).Round(time.Millisecond))
+		}
+	}()
+	scope.Infof("xDS serving is not implemented yet; --grpcAddr %s is not bound", s.args.GRPCAddr)
+	return nil
+}
+
+func (s *Server) serve(srv *http.Server, l net.Listener, name string) {
+	scope.Infof("%s server listening on %s", name, l.Addr())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			scope.Errorf("%s server: %v", name, err)
+		}
+	}()
+}
+
+// HTTPAddr is the bound address of the HTTP listener (after Start).
+func (s *Server) HTTPAddr() string { return s.httpListener.Addr().String() }
+
+// MonitoringAddr is the bound address of the monitoring listener (after Start).
+func (s *Server) MonitoringAddr() string { return s.monitorListener.Addr().String() }
+
+// WaitUntilSynced blocks until every source synced or stop closes.
+func (s *Server) WaitUntilSynced(stop <-chan struct{}) bool {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !s.store.HasSynced() {
+		select {
+		case <-stop:
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
+
+// Shutdown stops accepting requests, drains in-flight ones within
+// ShutdownDuration, then stops every source and waits for its goroutines.
+func (s *Server) Shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.args.ShutdownDuration)
+	defer cancel()
+	for _, srv := range []*http.Server{s.httpServer, s.monitoringServer} {
+		if err := srv.Shutdown(ctx); err != nil {
+			scope.Warnf("shutdown: %v", err)
+		}
+	}
+	s.stopOnce.Do(func() { close(s.internalStop) })
+	s.wg.Wait()
+}
