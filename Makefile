@@ -5,20 +5,29 @@ PKGS      ?= ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 
-.PHONY: build test gen gen-check lint bench run fuzz clean
+.PHONY: build test testbin gen gen-check crds lint bench run fuzz clean
 
 build:
 	$(GO) build -o $(OUT)/istiod ./cmd/istiod
 
 # Everything that can run on this machine: unit, golden and integration tests, with the race detector.
-test:
+test: testbin
 	$(GO) test -race -count=1 $(PKGS)
 
-gen:
+gen: crds
 	$(GO) generate ./pkg/config/schema/...
 
 gen-check:
 	$(GO) run ./pkg/config/schema/codegen -metadata pkg/config/schema/metadata.yaml -root . -check
+	$(GO) run ./hack/crds -check
+
+# CRDs of istio.io/api and sigs.k8s.io/gateway-api (versions from go.mod) into manifests/crds/.
+crds:
+	$(GO) run ./hack/crds
+
+# Real kube-apiserver and etcd for integration tests, built once per machine into ~/.cache.
+testbin:
+	./hack/testbin.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -63,6 +63,8 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 		a.ClusterID = v
 	}
 	a.PodName = os.Getenv("POD_NAME")
+	a.SharedMeshConfig = os.Getenv("SHARED_MESH_CONFIG")
+	a.InCluster = os.Getenv("KUBERNETES_SERVICE_HOST") != ""
 	if v := os.Getenv("PILOT_ENABLE_GATEWAY_API"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -23,6 +23,12 @@ type PilotArgs struct {
 	KubernetesAPIBurst int
 	// EnableGatewayAPI stores Gateway API kinds too (PILOT_ENABLE_GATEWAY_API).
 	EnableGatewayAPI bool
+	// SharedMeshConfig names a ConfigMap overlaid under the mesh config
+	// (SHARED_MESH_CONFIG).
+	SharedMeshConfig string
+	// InCluster: use the in-cluster config when --kubeconfig is empty
+	// (KUBERNETES_SERVICE_HOST is set).
+	InCluster bool
 
 	// Listeners
 	HTTPAddr       string

@@ -15,13 +15,17 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/config/aggregate"
 	"github.com/meshplane/istiod/pilot/pkg/config/file"
+	"github.com/meshplane/istiod/pilot/pkg/config/kube/crdclient"
 	"github.com/meshplane/istiod/pilot/pkg/config/memory"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pkg/config/mesh"
+	"github.com/meshplane/istiod/pkg/config/mesh/kubemesh"
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
 	"github.com/meshplane/istiod/pkg/diag"
+	"github.com/meshplane/istiod/pkg/kube"
 	"github.com/meshplane/istiod/pkg/kube/krt"
+	"github.com/meshplane/istiod/pkg/kube/namespace"
 	"github.com/meshplane/istiod/pkg/log"
 )
 
@@ -37,6 +41,13 @@ type Server struct {
 
 	problems *diag.Board
 	krtDebug *krt.DebugHandler
+
+	kubeClient kube.Client // nil without a cluster
+	nsFilter   *namespace.DiscoveryFilter
+	meshCM     *kubemesh.ConfigMapSource
+	sharedCM   *kubemesh.ConfigMapSource
+	// namespaceSynced reports the namespace informer's sync (nil without a cluster)
+	namespaceSynced func() bool
 
 	store    *aggregate.Store
 	mesh     *mesh.Watcher
@@ -58,7 +69,11 @@ func NewServer(args PilotArgs) (*Server, error) {
 		problems:     diag.New(nil),
 		krtDebug:     krt.NewDebugHandler(),
 	}
+	if err := s.initKubeClient(); err != nil {
+		return nil, err
+	}
 	s.initMeshConfiguration()
+	s.initNamespaceFilter()
 	if err := s.initConfigController(); err != nil {
 		return nil, err
 	}
@@ -73,21 +88,35 @@ func (s *Server) initMeshConfiguration() {
 	opts := []mesh.Option{mesh.WithLogger(logger), mesh.WithStop(s.internalStop)}
 	_, err := os.Stat(s.args.MeshConfigFile)
 	fileExists := err == nil
-	// Without Kubernetes there is no ConfigMap source; the file is the only one.
-	sources := mesh.Sources(s.args.MeshConfigFile, fileExists, nil, nil, opts...)
+	var primary, shared mesh.Source
+	if s.kubeClient != nil {
+		// the ConfigMap informers start at once: the mesh config is needed first
+		s.meshCM = kubemesh.NewConfigMapSource(s.kubeClient.Kube(), s.args.Namespace, kubemesh.ConfigMapName(s.args.Revision),
+			s.internalStop, "mesh", "meshNetworks")
+		s.waitForConfigMap(s.meshCM)
+		primary = s.meshCM.Key("mesh")
+		if s.args.SharedMeshConfig != "" {
+			s.sharedCM = kubemesh.NewConfigMapSource(s.kubeClient.Kube(), s.args.Namespace, s.args.SharedMeshConfig,
+				s.internalStop, "mesh")
+			s.waitForConfigMap(s.sharedCM)
+			shared = s.sharedCM.Key("mesh")
+		}
+		if fileExists {
+			scope.Infof("mesh config file %s exists: the ConfigMap %s is not read", s.args.MeshConfigFile, kubemesh.ConfigMapName(s.args.Revision))
+		}
+	}
+	sources := mesh.Sources(s.args.MeshConfigFile, fileExists, primary, shared, opts...)
 	s.mesh = mesh.NewWatcher(sources, s.internalStop, opts...)
 	s.mesh.AddMeshHandler(func() {
 		scope.Infof("mesh config changed")
 	})
 
-	var netSources []mesh.Source
-	if _, err := os.Stat(s.args.NetworksConfigFile); err == nil {
-		if fs, err := mesh.NewFileSource(s.args.NetworksConfigFile, opts...); err == nil {
-			netSources = append(netSources, fs)
-		} else {
-			scope.Warnf("cannot watch mesh networks file %s: %v", s.args.NetworksConfigFile, err)
-		}
+	_, err = os.Stat(s.args.NetworksConfigFile)
+	var cmNetworks mesh.Source
+	if s.meshCM != nil {
+		cmNetworks = s.meshCM.Key("meshNetworks")
 	}
+	netSources := mesh.Sources(s.args.NetworksConfigFile, err == nil, cmNetworks, nil, opts...)
 	s.networks = mesh.NewNetworksWatcher(netSources, s.internalStop, opts...)
 
 	s.problems.AddProvider(func() []diag.Problem {
@@ -131,8 +160,24 @@ func (s *Server) initConfigController() error {
 			return err
 		}
 		stores = append(stores, src)
-	case s.args.KubeConfig != "":
-		return errors.New("--kubeconfig: Kubernetes mode is not available yet; use --configDir")
+	case s.kubeClient != nil:
+		crd, err := crdclient.New(s.kubeClient, s.storedSchemas(), crdclient.Options{
+			Revision:        s.args.Revision,
+			DomainSuffix:    s.args.Domain,
+			NamespaceFilter: s.nsFilter,
+			Krt:             s.krtDebug,
+		})
+		if err != nil {
+			return err
+		}
+		// the CRD client is the one writer
+		st, err := aggregate.MakeWriteableCache([]aggregate.CollectionStore{crd}, crd,
+			aggregate.Options{Stop: s.internalStop, Debug: s.krtDebug})
+		if err != nil {
+			return err
+		}
+		s.store = st
+		return nil
 	default:
 		scope.Warnf("no config source (neither --configDir nor a Kubernetes client): serving an empty config store")
 		s.problems.Report("bootstrap", "config", []diag.Problem{{Severity: diag.Warning,
@@ -178,7 +223,7 @@ func (s *Server) Problems() *diag.Board { return s.problems }
 
 // ready answers 200 once every config source has synced.
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
-	if !s.store.HasSynced() {
+	if !s.HasSynced() {
 		http.Error(w, "config sources not synced", http.StatusServiceUnavailable)
 		return
 	}
@@ -198,6 +243,9 @@ func (s *Server) Start() error {
 	}
 	s.serve(s.httpServer, s.httpListener, "http")
 	s.serve(s.monitoringServer, s.monitorListener, "monitoring")
+	if s.kubeClient != nil {
+		s.kubeClient.Start(s.internalStop)
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -239,7 +287,7 @@ func (s *Server) MonitoringAddr() string { return s.monitorListener.Addr().Strin
 func (s *Server) WaitUntilSynced(stop <-chan struct{}) bool {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
-	for !s.store.HasSynced() {
+	for !s.HasSynced() {
 		select {
 		case <-stop:
 			return false

@@ -1,0 +1,108 @@
+// Package kubemesh feeds mesh configuration from a Kubernetes ConfigMap into
+// mesh.Sources: one informer restricted to the ConfigMap's name (field
+// selector) in one namespace, started at once because the mesh config is
+// needed before anything else starts.
+package kubemesh
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/meshplane/istiod/pkg/config/mesh"
+)
+
+// ConfigMapSource watches one ConfigMap and exposes some of its keys as
+// mesh sources (a missing ConfigMap or key is a missing source).
+type ConfigMapSource struct {
+	name     string
+	informer cache.SharedIndexInformer
+	keys     map[string]*mesh.StaticSource
+}
+
+// ConfigMapName is the mesh ConfigMap of a revision: istio or istio-<rev>.
+func ConfigMapName(revision string) string {
+	if revision == "" || revision == "default" {
+		return "istio"
+	}
+	return "istio-" + revision
+}
+
+// NewConfigMapSource starts watching namespace/name until stop closes; keys
+// are the data keys exposed (e.g. "mesh", "meshNetworks").
+func NewConfigMapSource(client kubernetes.Interface, namespace, name string, stop <-chan struct{}, keys ...string) *ConfigMapSource {
+	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return client.CoreV1().ConfigMaps(namespace).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return client.CoreV1().ConfigMaps(namespace).Watch(ctx, o)
+		},
+	}
+	s := &ConfigMapSource{
+		name:     name,
+		informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.ConfigMap{}, 0, cache.Indexers{}),
+		keys:     map[string]*mesh.StaticSource{},
+	}
+	for _, k := range keys {
+		s.keys[k] = mesh.NewStaticSource("ConfigMap "+namespace+"/"+name+" key "+k, nil)
+	}
+	_, _ = s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { s.set(o) },
+		UpdateFunc: func(_, o any) { s.set(o) },
+		DeleteFunc: func(o any) {
+			if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == s.name {
+				s.set(nil)
+			}
+		},
+	})
+	go s.informer.Run(stop)
+	return s
+}
+
+func (s *ConfigMapSource) set(o any) {
+	cm, _ := o.(*corev1.ConfigMap)
+	if cm != nil && cm.Name != s.name {
+		return // the field selector already filters; this guards clients that ignore it
+	}
+	for k, src := range s.keys {
+		if cm == nil {
+			src.Set(nil)
+			continue
+		}
+		v, ok := cm.Data[k]
+		if !ok {
+			src.Set(nil)
+			continue
+		}
+		src.Set(&v)
+	}
+}
+
+// Key returns the source of one data key (nil when not watched).
+func (s *ConfigMapSource) Key(k string) mesh.Source {
+	if src, ok := s.keys[k]; ok {
+		return src
+	}
+	return nil
+}
+
+// HasSynced reports whether the initial state has been read.
+func (s *ConfigMapSource) HasSynced() bool { return s.informer.HasSynced() }
+
+// WaitUntilSynced blocks until the initial state has been read or stop closes.
+func (s *ConfigMapSource) WaitUntilSynced(stop <-chan struct{}) bool {
+	return cache.WaitForCacheSync(stop, s.informer.HasSynced)
+}

@@ -1,0 +1,35 @@
+package kube
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// LastAppliedAnnotation is written by `kubectl apply`; it repeats the whole
+// object and is never read by the control plane.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// StripUnusedFields is the informer transform: it drops managedFields and the
+// last-applied annotation before objects are cached, which is most of the
+// memory of small objects. Objects of other shapes pass unchanged.
+func StripUnusedFields(obj any) (any, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return obj, nil
+	}
+	m.SetManagedFields(nil)
+	if ann := m.GetAnnotations(); ann != nil {
+		if _, ok := ann[LastAppliedAnnotation]; ok {
+			cp := make(map[string]string, len(ann)-1)
+			for k, v := range ann {
+				if k != LastAppliedAnnotation {
+					cp[k] = v
+				}
+			}
+			if len(cp) == 0 {
+				cp = nil
+			}
+			m.SetAnnotations(cp)
+		}
+	}
+	return obj, nil
+}

@@ -1,0 +1,11 @@
+// Package integration runs istiod in Kubernetes mode against a real
+// kube-apiserver and etcd (tests/kube) and checks what it serves.
+package integration
+
+import (
+	"testing"
+
+	"github.com/meshplane/istiod/tests/kube"
+)
+
+func TestMain(m *testing.M) { kube.Main(m) }

@@ -1,0 +1,9 @@
+package kube_test
+
+import (
+	"testing"
+
+	"github.com/meshplane/istiod/tests/kube"
+)
+
+func TestMain(m *testing.M) { kube.Main(m) }
