@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshplane/istiod/pilot/pkg/bootstrap"
 	"github.com/meshplane/istiod/tests/kube"
 )
 
@@ -108,3 +109,65 @@ func TestRestartResyncs(t *testing.T) {
 		t.Errorf("after restart: %+v", objs)
 	}
 }
+
+func withSharedMesh(name string) option {
+	return func(a *bootstrap.PilotArgs) { a.SharedMeshConfig = name }
+}
+
+func TestSharedMeshConfigOverlay(t *testing.T) {
+	env := kube.Shared(t)
+	ns := env.NewNamespace(t, nil).Name
+	ctx := context.Background()
+	cms := env.Kube.CoreV1().ConfigMaps(ns)
+	shared := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared-mesh", Namespace: ns},
+		Data: map[string]string{"mesh": "trustDomain: shared.example\nrootNamespace: shared-root\n"}}
+	if _, err := cms.Create(ctx, shared, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Create(ctx, meshConfigMap(ns, "trustDomain: primary.example\n"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := startIstiod(t, env, ns, withSharedMesh("shared-mesh"))
+	// the primary ConfigMap wins where both speak; the shared one fills the rest
+	if m := d.mesh(); !contains(m, `"trustDomain": "primary.example"`, `"rootNamespace": "shared-root"`) {
+		t.Errorf("mesh: %s", m)
+	}
+}
+
+func TestDiscoverySelectorsFilterNamespaces(t *testing.T) {
+	env := kube.Shared(t)
+	istiodNS := env.NewNamespace(t, nil).Name
+	in := env.NewNamespace(t, map[string]string{"mesh-" + istiodNS: "in"}).Name
+	out := env.NewNamespace(t, nil).Name
+	ctx := context.Background()
+	if _, err := env.Kube.CoreV1().ConfigMaps(istiodNS).Create(ctx,
+		meshConfig(istiodNS, "discoverySelectors:\n- matchLabels: {mesh-"+istiodNS+": in}\n"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{in, out} {
+		if _, err := env.Istio.NetworkingV1().VirtualServices(n).Create(ctx, vs("v", n, nil, "v"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := startIstiod(t, env, istiodNS)
+	eventually(t, "selected namespace visible", func() (bool, string) {
+		return d.find("VirtualService", in, "v") != nil, "absent"
+	})
+	if d.find("VirtualService", out, "v") != nil {
+		t.Error("object of an unselected namespace is served")
+	}
+	// labeling the other namespace brings its objects in
+	nsObj, err := env.Kube.CoreV1().Namespaces().Get(ctx, out, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels = map[string]string{"mesh-" + istiodNS: "in"}
+	if _, err := env.Kube.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "newly selected namespace visible", func() (bool, string) {
+		return d.find("VirtualService", out, "v") != nil, "absent"
+	})
+}
+
+func meshConfig(ns, mesh string) *corev1.ConfigMap { return meshConfigMap(ns, mesh) }
