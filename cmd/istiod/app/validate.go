@@ -66,7 +66,7 @@ func validateInputs(paths []string, domain string, stdin io.Reader, out io.Write
 	}
 	check := func(name string, data []byte) {
 		for _, d := range crd.Parse(data, crd.Options{Validate: true, Domain: domain}) {
-			where := fmt.Sprintf("%s:%d %s", name, d.Index, describe(d))
+			where := fmt.Sprintf("%s:%d %s", name, d.Index, d.Object())
 			for _, p := range d.Dropped {
 				fmt.Fprintf(out, "%s: warning: unknown field %q dropped\n", where, p)
 				res.warnings++
@@ -104,19 +104,4 @@ func validateInputs(paths []string, domain string, stdin io.Reader, out io.Write
 		check("<stdin>", data)
 	}
 	return res, nil
-}
-
-// describe renders "Kind namespace/name" for a document, as far as it is known.
-func describe(d crd.Document) string {
-	s := d.Kind
-	if s == "" {
-		s = "<unknown>"
-	}
-	switch {
-	case d.Namespace != "":
-		s += " " + d.Namespace + "/" + d.Name
-	case d.Name != "":
-		s += " " + d.Name
-	}
-	return s
 }

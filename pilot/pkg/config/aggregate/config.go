@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/meshplane/istiod/pilot/pkg/config/storeview"
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
 	"github.com/meshplane/istiod/pkg/kube/krt"
-	"github.com/meshplane/istiod/pkg/log"
 )
-
-var scope = log.RegisterScope("aggregate", "aggregate config store")
 
 // CollectionStore is a store that exposes each kind as a collection; every
 // store joined by the aggregate implements it.
@@ -25,16 +23,11 @@ type CollectionStore interface {
 	Collection(g config.GroupVersionKind) krt.Collection[config.Config]
 }
 
-type kindView struct {
-	collection krt.Collection[config.Config]
-	index      krt.Index[string, config.Config]
-}
-
 // Store is the joined view. It is immutable after construction.
 type Store struct {
+	*storeview.View
 	schemas collection.Schemas
 	stores  []CollectionStore
-	kinds   map[config.GroupVersionKind]kindView
 	writer  model.ConfigStore
 }
 
@@ -63,7 +56,7 @@ func makeStore(stores []CollectionStore, writer model.ConfigStore, opts Options)
 	if len(stores) == 0 {
 		return nil, errors.New("aggregate: no stores")
 	}
-	s := &Store{stores: stores, writer: writer, kinds: map[config.GroupVersionKind]kindView{}}
+	s := &Store{View: storeview.New(), stores: stores, writer: writer}
 	schemas := collection.NewSchemasBuilder().Build()
 	for _, st := range stores {
 		schemas = schemas.Union(st.Schemas())
@@ -87,48 +80,13 @@ func makeStore(stores []CollectionStore, writer model.ConfigStore, opts Options)
 		if opts.Debug != nil {
 			kopts = append(kopts, krt.WithDebugging(opts.Debug))
 		}
-		j := krt.JoinCollection(cs, kopts...)
-		s.kinds[g] = kindView{collection: j, index: krt.NewNamespaceIndex(j)}
+		s.Add(g, krt.JoinCollection(cs, kopts...))
 	}
 	return s, nil
 }
 
 // Schemas is the union of the stores' kinds, in store order.
 func (s *Store) Schemas() collection.Schemas { return s.schemas }
-
-// Collection returns the joined collection of a kind.
-func (s *Store) Collection(g config.GroupVersionKind) krt.Collection[config.Config] {
-	if k, ok := s.kinds[g]; ok {
-		return k.collection
-	}
-	return nil
-}
-
-// Get returns an object from the joined view; the GVK must be canonical.
-func (s *Store) Get(typ config.GroupVersionKind, name, namespace string) *config.Config {
-	k, ok := s.kinds[typ]
-	if !ok {
-		scope.Warnf("unknown type: %s", typ)
-		return nil
-	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	return k.collection.GetKey(key)
-}
-
-// List returns the joined objects of a kind in a namespace ("" for all).
-func (s *Store) List(typ config.GroupVersionKind, namespace string) []config.Config {
-	k, ok := s.kinds[typ]
-	if !ok {
-		return nil
-	}
-	if namespace == "" {
-		return k.collection.List()
-	}
-	return k.index.Lookup(namespace)
-}
 
 // Create goes to the writer.
 func (s *Store) Create(cfg config.Config) (string, error) {
@@ -170,16 +128,6 @@ func (s *Store) Delete(typ config.GroupVersionKind, name, namespace string, rv *
 	return s.writer.Delete(typ, name, namespace, rv)
 }
 
-// RegisterEventHandler registers on the joined collection of a kind, so a
-// change shadowed by an earlier store's object produces no event.
-func (s *Store) RegisterEventHandler(typ config.GroupVersionKind, h model.EventHandler) {
-	k, ok := s.kinds[typ]
-	if !ok {
-		return
-	}
-	k.collection.Register(model.KrtHandler(h))
-}
-
 // Run runs every store until stop closes.
 func (s *Store) Run(stop <-chan struct{}) {
 	for _, st := range s.stores {
@@ -195,10 +143,5 @@ func (s *Store) HasSynced() bool {
 			return false
 		}
 	}
-	for _, k := range s.kinds {
-		if !k.collection.HasSynced() {
-			return false
-		}
-	}
-	return true
+	return s.CollectionsSynced()
 }

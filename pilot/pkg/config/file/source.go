@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
+	"github.com/meshplane/istiod/pilot/pkg/config/storeview"
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
@@ -57,6 +58,7 @@ type Options struct {
 // while a file holds rejected documents the objects it served before keep
 // serving (last good state) until the file is fixed or removed.
 type Source struct {
+	*storeview.View
 	opts    Options
 	stop    chan struct{}
 	kinds   map[config.GroupVersionKind]*kindStore
@@ -70,7 +72,6 @@ type Source struct {
 
 type kindStore struct {
 	collection krt.StaticCollection[config.Config]
-	index      krt.Index[string, config.Config]
 }
 
 // fileState is what one file last yielded.
@@ -110,6 +111,7 @@ func New(opts Options) (*Source, error) {
 		opts.Now = time.Now
 	}
 	s := &Source{
+		View:    storeview.New(),
 		opts:    opts,
 		stop:    make(chan struct{}),
 		kinds:   map[config.GroupVersionKind]*kindStore{},
@@ -122,7 +124,8 @@ func New(opts Options) (*Source, error) {
 			kopts = append(kopts, krt.WithDebugging(opts.Krt))
 		}
 		c := krt.NewStaticCollection[config.Config](nil, kopts...)
-		s.kinds[sc.GroupVersionKind()] = &kindStore{collection: c, index: krt.NewNamespaceIndex[config.Config](c)}
+		s.kinds[sc.GroupVersionKind()] = &kindStore{collection: c}
+		s.Add(sc.GroupVersionKind(), c)
 		s.current[sc.GroupVersionKind()] = map[string]entry{}
 	}
 	return s, nil
@@ -130,40 +133,6 @@ func New(opts Options) (*Source, error) {
 
 // Schemas returns the stored kinds.
 func (s *Source) Schemas() collection.Schemas { return s.opts.Schemas }
-
-// Collection returns the collection of one kind, or nil.
-func (s *Source) Collection(g config.GroupVersionKind) krt.Collection[config.Config] {
-	if k, ok := s.kinds[g]; ok {
-		return k.collection
-	}
-	return nil
-}
-
-// Get returns an object; unknown kinds give nil and a warning.
-func (s *Source) Get(typ config.GroupVersionKind, name, namespace string) *config.Config {
-	k, ok := s.kinds[typ]
-	if !ok {
-		scope.Warnf("unknown type: %s", typ)
-		return nil
-	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	return k.collection.GetKey(key)
-}
-
-// List returns the objects of a kind in a namespace ("" for all).
-func (s *Source) List(typ config.GroupVersionKind, namespace string) []config.Config {
-	k, ok := s.kinds[typ]
-	if !ok {
-		return nil
-	}
-	if namespace == "" {
-		return k.collection.List()
-	}
-	return k.index.Lookup(namespace)
-}
 
 // Create is not supported: files are edited on disk.
 func (s *Source) Create(config.Config) (string, error) { return "", model.ErrNotWritable }
@@ -182,15 +151,6 @@ func (s *Source) Patch(config.Config, model.PatchFunc) (string, error) {
 // Delete is not supported.
 func (s *Source) Delete(config.GroupVersionKind, string, string, *string) error {
 	return model.ErrNotWritable
-}
-
-// RegisterEventHandler adds a handler for one kind.
-func (s *Source) RegisterEventHandler(typ config.GroupVersionKind, h model.EventHandler) {
-	k, ok := s.kinds[typ]
-	if !ok {
-		return
-	}
-	k.collection.Register(model.KrtHandler(h))
 }
 
 // HasSynced reports whether the first read of the directory completed.
@@ -284,7 +244,7 @@ func (s *Source) parse(path string, data []byte) (map[string]entry, []diag.Probl
 	var problems []diag.Problem
 	rejected := false
 	for _, d := range crd.Parse(data, crd.Options{Validate: true, Domain: s.opts.Domain}) {
-		obj := fmt.Sprintf("doc %d %s", d.Index, describe(d))
+		obj := d.Where()
 		for _, p := range d.Dropped {
 			problems = append(problems, diag.Problem{Severity: diag.Warning, Object: obj, Field: p, Message: "unknown field dropped"})
 		}
@@ -296,7 +256,7 @@ func (s *Source) parse(path string, data []byte) (map[string]entry, []diag.Probl
 			rejected = true
 			problems = append(problems, diag.Problem{Severity: diag.Error, Object: obj, Message: "rejected: " + d.Err.Error()})
 			monitoring.RejectedConfigs.WithLabelValues("file", "invalid").Inc()
-			scope.Warnf("%s:%d %s: rejected: %v", path, d.Index, describe(d), d.Err)
+			scope.Warnf("%s:%d %s: rejected: %v", path, d.Index, d.Object(), d.Err)
 		case d.Unknown != nil:
 			problems = append(problems, diag.Problem{Severity: diag.Warning, Object: obj,
 				Message: fmt.Sprintf("unknown kind %s, skipped", d.Unknown.GroupVersionKind())})
@@ -338,20 +298,6 @@ func contentHash(cfg config.Config) [32]byte {
 	}
 	b, _ := json.Marshal(k)
 	return sha256.Sum256(b)
-}
-
-func describe(d crd.Document) string {
-	s := d.Kind
-	if s == "" {
-		s = "<unknown>"
-	}
-	if d.Namespace != "" {
-		return s + " " + d.Namespace + "/" + d.Name
-	}
-	if d.Name != "" {
-		return s + " " + d.Name
-	}
-	return s
 }
 
 func (s *Source) report(path string, problems []diag.Problem) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/meshplane/istiod/pilot/pkg/config/storeview"
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
@@ -16,6 +17,7 @@ import (
 // Store keeps configs of the given kinds in memory. Objects handed out are
 // immutable; writes store deep copies.
 type Store struct {
+	*storeview.View
 	schemas collection.Schemas
 	mu      sync.Mutex // serialises writes so versions are monotonic
 	version uint64
@@ -23,17 +25,17 @@ type Store struct {
 }
 
 type kind struct {
-	c     krt.StaticCollection[config.Config]
-	index krt.Index[string, config.Config]
+	c krt.StaticCollection[config.Config]
 }
 
 // New returns an empty store for the given kinds; it is synced at once.
 func New(schemas collection.Schemas, opts ...krt.CollectionOption) *Store {
-	s := &Store{schemas: schemas, kinds: map[config.GroupVersionKind]*kind{}}
+	s := &Store{View: storeview.New(), schemas: schemas, kinds: map[config.GroupVersionKind]*kind{}}
 	for _, sc := range schemas.All() {
 		o := append([]krt.CollectionOption{krt.WithName("memory/" + sc.Kind())}, opts...)
 		c := krt.NewStaticCollection[config.Config](nil, o...)
-		s.kinds[sc.GroupVersionKind()] = &kind{c: c, index: krt.NewNamespaceIndex(c)}
+		s.kinds[sc.GroupVersionKind()] = &kind{c: c}
+		s.Add(sc.GroupVersionKind(), c)
 	}
 	return s
 }
@@ -43,40 +45,11 @@ var _ model.ConfigStoreController = (*Store)(nil)
 // Schemas returns the kinds held.
 func (s *Store) Schemas() collection.Schemas { return s.schemas }
 
-// Collection returns one kind's collection.
-func (s *Store) Collection(g config.GroupVersionKind) krt.Collection[config.Config] {
-	if k, ok := s.kinds[g]; ok {
-		return k.c
-	}
-	return nil
-}
-
 func key(name, namespace string) string {
 	if namespace == "" {
 		return name
 	}
 	return namespace + "/" + name
-}
-
-// Get returns an object or nil.
-func (s *Store) Get(typ config.GroupVersionKind, name, namespace string) *config.Config {
-	k, ok := s.kinds[typ]
-	if !ok {
-		return nil
-	}
-	return k.c.GetKey(key(name, namespace))
-}
-
-// List returns the objects of a kind in a namespace ("" = all).
-func (s *Store) List(typ config.GroupVersionKind, namespace string) []config.Config {
-	k, ok := s.kinds[typ]
-	if !ok {
-		return nil
-	}
-	if namespace == "" {
-		return k.c.List()
-	}
-	return k.index.Lookup(namespace)
 }
 
 func (s *Store) kindOf(cfg config.Config) (*kind, error) {
@@ -175,13 +148,6 @@ func (s *Store) Delete(typ config.GroupVersionKind, name, namespace string, rv *
 	}
 	k.c.Delete(key(name, namespace))
 	return nil
-}
-
-// RegisterEventHandler adds a handler for a kind.
-func (s *Store) RegisterEventHandler(typ config.GroupVersionKind, h model.EventHandler) {
-	if k, ok := s.kinds[typ]; ok {
-		k.c.Register(model.KrtHandler(h))
-	}
 }
 
 // Run does nothing: the store is always synced.

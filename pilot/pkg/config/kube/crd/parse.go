@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -45,20 +44,28 @@ type Document struct {
 	Kind, Namespace, Name string
 }
 
-// Where names the document for messages: "doc 2 VirtualService ns/name".
-func (d *Document) Where() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "doc %d", d.Index)
-	if d.Kind != "" {
-		b.WriteString(" " + d.Kind)
+// Object names the document's object as far as it could be read:
+// "Kind namespace/name", "Kind name", or "<unknown>".
+func (d *Document) Object() string {
+	s := d.Kind
+	if s == "" {
+		s = "<unknown>"
 	}
 	switch {
-	case d.Namespace != "" && d.Name != "":
-		b.WriteString(" " + d.Namespace + "/" + d.Name)
+	case d.Namespace != "":
+		s += " " + d.Namespace + "/" + d.Name
 	case d.Name != "":
-		b.WriteString(" " + d.Name)
+		s += " " + d.Name
 	}
-	return b.String()
+	return s
+}
+
+// Where names the document for messages: "doc 2 VirtualService ns/name".
+func (d *Document) Where() string {
+	if d.Kind == "" && d.Name == "" {
+		return fmt.Sprintf("doc %d", d.Index)
+	}
+	return fmt.Sprintf("doc %d %s", d.Index, d.Object())
 }
 
 // Parse splits input into documents and decodes each one independently: a bad

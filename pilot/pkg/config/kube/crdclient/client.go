@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/meshplane/istiod/pilot/pkg/config/storeview"
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
@@ -47,6 +48,7 @@ type NamespaceFilter interface {
 // backed by a CRD start empty and synced when the CRD is absent, and start
 // their informer when the CRD appears.
 type Client struct {
+	*storeview.View
 	client kube.Client
 	opts   Options
 	kinds  map[config.GroupVersionKind]*kindState
@@ -62,7 +64,6 @@ type kindState struct {
 	cl         *Client
 	schema     resource.Schema
 	collection krt.StaticCollection[config.Config]
-	index      krt.Index[string, config.Config]
 
 	mu       sync.Mutex
 	informer cache.SharedIndexInformer // nil while the CRD is absent
@@ -74,7 +75,7 @@ func New(client kube.Client, schemas collection.Schemas, opts Options) (*Client,
 	if opts.SyncLogInterval <= 0 {
 		opts.SyncLogInterval = 5 * time.Second
 	}
-	cl := &Client{client: client, opts: opts, kinds: map[config.GroupVersionKind]*kindState{}, stop: make(chan struct{})}
+	cl := &Client{View: storeview.New(), client: client, opts: opts, kinds: map[config.GroupVersionKind]*kindState{}, stop: make(chan struct{})}
 	b := collection.NewSchemasBuilder()
 	for _, s := range schemas.All() {
 		if s.IsSynthetic() {
@@ -90,7 +91,8 @@ func New(client kube.Client, schemas collection.Schemas, opts Options) (*Client,
 			kopts = append(kopts, krt.WithDebugging(opts.Krt))
 		}
 		c := krt.NewStaticCollection[config.Config](nil, kopts...)
-		cl.kinds[s.GroupVersionKind()] = &kindState{cl: cl, schema: s, collection: c, index: krt.NewNamespaceIndex(c)}
+		cl.kinds[s.GroupVersionKind()] = &kindState{cl: cl, schema: s, collection: c}
+		cl.Add(s.GroupVersionKind(), c)
 	}
 	cl.order = b.Build()
 	cl.crds = newCRDWatcher(client)
@@ -108,56 +110,8 @@ func New(client kube.Client, schemas collection.Schemas, opts Options) (*Client,
 // Schemas returns the watched kinds.
 func (cl *Client) Schemas() collection.Schemas { return cl.order }
 
-// Collection returns one kind's collection.
-func (cl *Client) Collection(g config.GroupVersionKind) krt.Collection[config.Config] {
-	if k, ok := cl.kinds[g]; ok {
-		return k.collection
-	}
-	return nil
-}
-
-// Get returns an object; the GVK must be canonical (aliases are not resolved).
-func (cl *Client) Get(typ config.GroupVersionKind, name, namespace string) *config.Config {
-	k, ok := cl.kinds[typ]
-	if !ok {
-		scope.Warnf("unknown type: %s", typ)
-		return nil
-	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	return k.collection.GetKey(key)
-}
-
-// List returns the objects of a kind in a namespace ("" for all).
-func (cl *Client) List(typ config.GroupVersionKind, namespace string) []config.Config {
-	k, ok := cl.kinds[typ]
-	if !ok {
-		return nil
-	}
-	if namespace == "" {
-		return k.collection.List()
-	}
-	return k.index.Lookup(namespace)
-}
-
-// RegisterEventHandler adds a handler for a kind.
-func (cl *Client) RegisterEventHandler(typ config.GroupVersionKind, h model.EventHandler) {
-	if k, ok := cl.kinds[typ]; ok {
-		k.collection.Register(model.KrtHandler(h))
-	}
-}
-
 // HasSynced reports whether every kind has synced.
-func (cl *Client) HasSynced() bool {
-	for _, k := range cl.kinds {
-		if !k.collection.HasSynced() {
-			return false
-		}
-	}
-	return true
-}
+func (cl *Client) HasSynced() bool { return cl.CollectionsSynced() }
 
 // Run starts the informers and blocks until stop closes.
 func (cl *Client) Run(stop <-chan struct{}) {
