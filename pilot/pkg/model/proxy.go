@@ -1,0 +1,173 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// NodeType is the kind of proxy: the first field of the node ID.
+type NodeType string
+
+// Node types istiod serves.
+const (
+	SidecarProxy NodeType = "sidecar"
+	Router       NodeType = "router" // gateways
+	Waypoint     NodeType = "waypoint"
+	Ztunnel      NodeType = "ztunnel"
+)
+
+// IsValid reports whether t is a node type istiod serves.
+func (t NodeType) IsValid() bool {
+	switch t {
+	case SidecarProxy, Router, Waypoint, Ztunnel:
+		return true
+	}
+	return false
+}
+
+// Proxy is one connected data-plane client.
+type Proxy struct {
+	Type NodeType
+	// IPAddresses from the node ID, then INSTANCE_IPS.
+	IPAddresses []string
+	// ID is the workload identity in the node ID: pod.namespace.
+	ID string
+	// DNSDomain is the fourth node ID field: namespace.svc.<domain>.
+	DNSDomain string
+	// Metadata is the typed node metadata.
+	Metadata *NodeMetadata
+	// ConfigNamespace is the namespace the proxy's config comes from.
+	ConfigNamespace string
+	// Labels are the workload labels (from metadata).
+	Labels map[string]string
+}
+
+// NodeMetadata is the typed form of the metadata Istio's agents send. Fields
+// not listed are kept in Raw.
+type NodeMetadata struct {
+	Namespace        string            `json:"NAMESPACE,omitempty"`
+	ClusterID        string            `json:"CLUSTER_ID,omitempty"`
+	Labels           map[string]string `json:"LABELS,omitempty"`
+	Annotations      map[string]string `json:"ANNOTATIONS,omitempty"`
+	IstioVersion     string            `json:"ISTIO_VERSION,omitempty"`
+	InstanceIPs      StringList        `json:"INSTANCE_IPS,omitempty"`
+	InterceptionMode string            `json:"INTERCEPTION_MODE,omitempty"`
+	ServiceAccount   string            `json:"SERVICE_ACCOUNT,omitempty"`
+	WorkloadName     string            `json:"WORKLOAD_NAME,omitempty"`
+	Owner            string            `json:"OWNER,omitempty"`
+	Generator        string            `json:"GENERATOR,omitempty"`
+	Network          string            `json:"NETWORK,omitempty"`
+	MeshID           string            `json:"MESH_ID,omitempty"`
+	DNSCapture       string            `json:"DNS_CAPTURE,omitempty"`
+	PodPorts         string            `json:"POD_PORTS,omitempty"`
+	IstioProxySHA    string            `json:"ISTIO_PROXY_SHA,omitempty"`
+	ProxyConfig      json.RawMessage   `json:"PROXY_CONFIG,omitempty"`
+
+	// Raw is the whole metadata as sent.
+	Raw map[string]any `json:"-"`
+}
+
+// StringList is a comma-separated list in the metadata ("a,b").
+type StringList []string
+
+// UnmarshalJSON accepts "a,b" and ["a","b"].
+func (l *StringList) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*l = nil
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				*l = append(*l, p)
+			}
+		}
+		return nil
+	}
+	var arr []string
+	if err := json.Unmarshal(b, &arr); err != nil {
+		return fmt.Errorf("want a comma-separated string or a list of strings")
+	}
+	*l = arr
+	return nil
+}
+
+// MarshalJSON writes the comma-separated form.
+func (l StringList) MarshalJSON() ([]byte, error) { return json.Marshal(strings.Join(l, ",")) }
+
+// ParseMetadata turns node metadata into NodeMetadata; a field of the wrong
+// type is an error naming it.
+func ParseMetadata(md *structpb.Struct) (*NodeMetadata, error) {
+	out := &NodeMetadata{Raw: map[string]any{}}
+	if md == nil {
+		return out, nil
+	}
+	out.Raw = md.AsMap()
+	b, err := protojson.Marshal(md)
+	if err != nil {
+		return nil, fmt.Errorf("node metadata: %v", err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("node metadata: %v", err)
+	}
+	return out, nil
+}
+
+// ParseServiceNodeWithMetadata parses a node ID of the form
+// type~ip~pod.namespace~namespace.svc.<domain> and its metadata.
+func ParseServiceNodeWithMetadata(nodeID string, md *structpb.Struct) (*Proxy, error) {
+	parts := strings.Split(nodeID, "~")
+	if len(parts) != 4 {
+		return nil, fmt.Errorf("node ID %q: want 4 parts separated by '~' (type~ip~pod.namespace~namespace.svc.domain), got %d", nodeID, len(parts))
+	}
+	t := NodeType(parts[0])
+	if !t.IsValid() {
+		return nil, fmt.Errorf("node ID %q: invalid node type %q (sidecar, router, waypoint, ztunnel)", nodeID, parts[0])
+	}
+	if _, err := netip.ParseAddr(parts[1]); err != nil {
+		return nil, fmt.Errorf("node ID %q: invalid IP address %q", nodeID, parts[1])
+	}
+	if parts[2] == "" {
+		return nil, fmt.Errorf("node ID %q: empty workload ID", nodeID)
+	}
+	meta, err := ParseMetadata(md)
+	if err != nil {
+		return nil, fmt.Errorf("node %q: %v", nodeID, err)
+	}
+	p := &Proxy{Type: t, ID: parts[2], DNSDomain: parts[3], Metadata: meta, Labels: meta.Labels}
+	p.IPAddresses = []string{parts[1]}
+	for _, ip := range meta.InstanceIPs {
+		if ip != parts[1] {
+			if _, err := netip.ParseAddr(ip); err == nil {
+				p.IPAddresses = append(p.IPAddresses, ip)
+			}
+		}
+	}
+	p.ConfigNamespace = meta.Namespace
+	if p.ConfigNamespace == "" {
+		// pod.namespace
+		if i := strings.LastIndex(p.ID, "."); i >= 0 {
+			p.ConfigNamespace = p.ID[i+1:]
+		}
+	}
+	return p, nil
+}
+
+// IPAddress is the proxy's primary IP.
+func (p *Proxy) IPAddress() string {
+	if len(p.IPAddresses) == 0 {
+		return ""
+	}
+	return p.IPAddresses[0]
+}
+
+// GeneratorName is the metadata GENERATOR (e.g. "grpc" for proxyless gRPC).
+func (p *Proxy) GeneratorName() string {
+	if p.Metadata == nil {
+		return ""
+	}
+	return p.Metadata.Generator
+}

@@ -1,0 +1,321 @@
+package xds
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pkg/log"
+)
+
+var adsLog = log.RegisterScope("ads", "xDS server")
+
+// DiscoveryServer serves ADS, state of the world and delta, to sidecars,
+// gateways and proxyless gRPC clients.
+type DiscoveryServer struct {
+	gens generators
+
+	// push is the current snapshot; nil until the first one exists, and
+	// streams are refused with Unavailable until then.
+	push atomic.Pointer[pushState]
+
+	mu          sync.RWMutex
+	connections map[string]*Connection
+	connCounter atomic.Int64
+}
+
+type pushState struct {
+	ctx     *model.PushContext
+	version string
+}
+
+// NewDiscoveryServer returns a server with no generators and no snapshot.
+func NewDiscoveryServer() *DiscoveryServer {
+	return &DiscoveryServer{connections: map[string]*Connection{}}
+}
+
+// RegisterGenerator registers the default generator of a type.
+func (s *DiscoveryServer) RegisterGenerator(typeURL string, g Generator) {
+	s.gens.register("", typeURL, g)
+}
+
+// RegisterGeneratorFor registers the generator of a type for proxies whose
+// metadata GENERATOR is name (e.g. "grpc").
+func (s *DiscoveryServer) RegisterGeneratorFor(name, typeURL string, g Generator) {
+	s.gens.register(name, typeURL, g)
+}
+
+// SetPushContext installs a snapshot and the version string pushes carry.
+func (s *DiscoveryServer) SetPushContext(pc *model.PushContext, version string) {
+	s.push.Store(&pushState{ctx: pc, version: version})
+}
+
+// Register mounts the ADS services on a gRPC server.
+func (s *DiscoveryServer) Register(g *grpc.Server) {
+	discovery.RegisterAggregatedDiscoveryServiceServer(g, s)
+}
+
+// Push sends req to every connected proxy it concerns (all of them for now;
+// per-proxy scoping comes with the push engine).
+func (s *DiscoveryServer) Push(req *model.PushRequest) {
+	for _, c := range s.Connections() {
+		c.enqueue(req)
+	}
+}
+
+// Connections returns the connected proxies, sorted by connection ID.
+func (s *DiscoveryServer) Connections() []*Connection {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*Connection, 0, len(s.connections))
+	for _, c := range s.connections {
+		out = append(out, c)
+	}
+	sortConnections(out)
+	return out
+}
+
+func (s *DiscoveryServer) addConnection(c *Connection) {
+	s.mu.Lock()
+	s.connections[c.ID] = c
+	s.mu.Unlock()
+	xdsClients.WithLabelValues(c.proxy.Metadata.IstioVersion).Inc()
+}
+
+func (s *DiscoveryServer) removeConnection(c *Connection) {
+	s.mu.Lock()
+	delete(s.connections, c.ID)
+	s.mu.Unlock()
+	xdsClients.WithLabelValues(c.proxy.Metadata.IstioVersion).Dec()
+}
+
+// initConnection validates the first request's node and builds the connection.
+func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, delta bool) (*Connection, error) {
+	if s.push.Load() == nil {
+		return nil, status.Error(codes.Unavailable, "server is not ready to serve discovery information")
+	}
+	if node == nil || node.Id == "" {
+		return nil, status.Error(codes.InvalidArgument, "missing node information in the first request")
+	}
+	proxy, err := model.ParseServiceNodeWithMetadata(node.Id, node.Metadata)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	peerAddr := "0.0.0.0"
+	if p, ok := peer.FromContext(ctx); ok {
+		peerAddr = p.Addr.String()
+	}
+	c := &Connection{
+		ID:          node.Id + "-" + strconv.FormatInt(s.connCounter.Add(1), 10),
+		proxy:       proxy,
+		peerAddr:    peerAddr,
+		connectedAt: time.Now(),
+		delta:       delta,
+		watched:     map[string]*WatchedResource{},
+		pushCh:      make(chan *model.PushRequest, 1),
+	}
+	return c, nil
+}
+
+// StreamAggregatedResources serves one state-of-the-world ADS stream.
+func (s *DiscoveryServer) StreamAggregatedResources(stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	reqs := make(chan *discovery.DiscoveryRequest, 1)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			reqs <- req
+		}
+	}()
+	var con *Connection
+	defer func() {
+		if con != nil {
+			s.removeConnection(con)
+		}
+	}()
+	for {
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case err := <-errc:
+			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+				return nil
+			}
+			return err
+		case req := <-reqs:
+			if con == nil {
+				c, err := s.initConnection(stream.Context(), req.Node, false)
+				if err != nil {
+					return err
+				}
+				con = c
+				s.addConnection(con)
+				adsLog.Infof("new connection %s (%s) from %s", con.ID, con.proxy.Metadata.IstioVersion, con.peerAddr)
+			}
+			if err := s.processRequest(con, stream, req); err != nil {
+				return err
+			}
+		case sig := <-con.pushChan():
+			if err := s.pushAll(con, stream, con.takePending(sig)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// processRequest applies the wire rules to one request: NACK, stale nonce,
+// ACK (with or without a subscription change), or a first request.
+func (s *DiscoveryServer) processRequest(con *Connection, stream sotwSender, req *discovery.DiscoveryRequest) error {
+	t := req.TypeUrl
+	short := ShortType(t)
+	con.mu.Lock()
+	w := con.watched[t]
+	if req.ErrorDetail != nil {
+		if w != nil && req.ResponseNonce == w.NonceSent {
+			w.LastNACK = req.ErrorDetail.GetMessage()
+		}
+		con.mu.Unlock()
+		totalXDSRejects.WithLabelValues(short).Inc()
+		adsLog.Warnf("%s rejected %s (nonce %s): %s", con.ID, short, req.ResponseNonce, req.ErrorDetail.GetMessage())
+		return nil
+	}
+	if req.ResponseNonce != "" && w != nil && req.ResponseNonce != w.NonceSent {
+		con.mu.Unlock()
+		expiredNonce.WithLabelValues(short).Inc()
+		adsLog.Debugf("%s sent a stale nonce for %s: %s (current %s)", con.ID, short, req.ResponseNonce, w.NonceSent)
+		return nil
+	}
+	names := toSet(req.ResourceNames)
+	if req.ResponseNonce != "" && w != nil {
+		// ACK
+		w.NonceAcked = req.ResponseNonce
+		w.LastNACK = ""
+		changed := !sameSet(names, w.ResourceNames)
+		if changed {
+			w.ResourceNames = names
+			w.Wildcard = isWildcardType(t) && len(names) == 0
+		}
+		con.mu.Unlock()
+		if !changed {
+			return nil
+		}
+		return s.pushType(con, stream, t, &model.PushRequest{Full: true, Reason: model.NewReasonStats(model.ProxyRequest)})
+	}
+	// first request for the type on this stream (a reconnect carries a
+	// version but no nonce: treat it the same)
+	con.watched[t] = &WatchedResource{TypeURL: t, ResourceNames: names, Wildcard: isWildcardType(t) && len(names) == 0}
+	con.mu.Unlock()
+	return s.pushType(con, stream, t, &model.PushRequest{Full: true, Reason: model.NewReasonStats(model.ProxyRequest)})
+}
+
+// sotwSender is the send half of a state-of-the-world stream.
+type sotwSender interface {
+	Send(*discovery.DiscoveryResponse) error
+}
+
+// pushAll pushes every watched type in push order.
+func (s *DiscoveryServer) pushAll(con *Connection, stream sotwSender, req *model.PushRequest) error {
+	for _, t := range con.watchedTypes() {
+		if !req.Full && t != EndpointType {
+			continue // endpoint-only updates regenerate only EDS
+		}
+		if err := s.pushType(con, stream, t, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pushType generates one type for the connection and sends it.
+func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string, req *model.PushRequest) error {
+	ps := s.push.Load()
+	con.mu.Lock()
+	w := con.watched[t]
+	if w == nil {
+		con.mu.Unlock()
+		return nil
+	}
+	wc := *w
+	con.mu.Unlock()
+	gen := s.gens.find(con.proxy, t)
+	if gen == nil {
+		adsLog.Debugf("%s: no generator for %s", con.ID, t)
+		return nil
+	}
+	req = withPush(req, ps.ctx)
+	res, err := gen.Generate(con.proxy, &wc, req)
+	if err != nil {
+		adsLog.Warnf("%s: generating %s: %v", con.ID, ShortType(t), err)
+		return nil
+	}
+	resp := &discovery.DiscoveryResponse{TypeUrl: t, VersionInfo: ps.version, Nonce: nonce()}
+	size := 0
+	for _, r := range res {
+		resp.Resources = append(resp.Resources, r.Resource)
+		size += len(r.GetResource().GetValue())
+	}
+	if err := stream.Send(resp); err != nil {
+		return err
+	}
+	con.mu.Lock()
+	if w := con.watched[t]; w != nil {
+		w.NonceSent = resp.Nonce
+		w.VersionSent = resp.VersionInfo
+	}
+	con.mu.Unlock()
+	recordSend(t, size)
+	return nil
+}
+
+func withPush(req *model.PushRequest, pc *model.PushContext) *model.PushRequest {
+	if req.Push != nil {
+		return req
+	}
+	cp := *req
+	cp.Push = pc
+	return &cp
+}
+
+func nonce() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func toSet(names []string) map[string]struct{} {
+	out := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		out[n] = struct{}{}
+	}
+	return out
+}
+
+func sameSet(a, b map[string]struct{}) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}

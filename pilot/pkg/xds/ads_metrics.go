@@ -1,0 +1,45 @@
+package xds
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meshplane/istiod/pkg/monitoring"
+)
+
+var (
+	xdsClients = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pilot_xds",
+		Help: "Number of connected xDS clients, by their Istio version.",
+	}, []string{"version"})
+
+	totalXDSRejects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pilot_total_xds_rejects",
+		Help: "Responses rejected (NACKed) by proxies, by type.",
+	}, []string{"type"})
+
+	expiredNonce = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pilot_xds_expired_nonce",
+		Help: "Requests carrying a nonce other than the last one sent (ignored), by type.",
+	}, []string{"type"})
+
+	configSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "pilot_xds_config_size_bytes",
+		Help:    "Size in bytes of the resources of one response, by type.",
+		Buckets: []float64{1, 10000, 1000000, 4000000, 10000000, 40000000},
+	}, []string{"type"})
+
+	xdsSends = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pilot_xds_responses_total",
+		Help: "Responses sent, by type.",
+	}, []string{"type"})
+)
+
+func init() {
+	monitoring.MustRegister(xdsClients, totalXDSRejects, expiredNonce, configSize, xdsSends)
+}
+
+func recordSend(typeURL string, size int) {
+	t := ShortType(typeURL)
+	configSize.WithLabelValues(t).Observe(float64(size))
+	xdsSends.WithLabelValues(t).Inc()
+}

@@ -1,0 +1,102 @@
+package xds
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+)
+
+// Connection is one ADS stream from one proxy.
+type Connection struct {
+	// ID is the node ID plus a per-server counter.
+	ID          string
+	proxy       *model.Proxy
+	peerAddr    string
+	connectedAt time.Time
+	delta       bool
+
+	mu      sync.Mutex
+	watched map[string]*WatchedResource
+	pending *model.PushRequest
+
+	// pushCh signals that pending holds a request (capacity 1).
+	pushCh chan *model.PushRequest
+}
+
+// Proxy returns the connected proxy.
+func (c *Connection) Proxy() *model.Proxy { return c.proxy }
+
+// enqueue merges req into the pending push and wakes the stream's loop.
+func (c *Connection) enqueue(req *model.PushRequest) {
+	c.mu.Lock()
+	c.pending = c.pending.Merge(req)
+	p := c.pending
+	c.mu.Unlock()
+	select {
+	case c.pushCh <- p:
+	default:
+		// a signal is already waiting; the loop takes the merged pending request
+	}
+}
+
+// pushChan yields merged pending requests; nil (blocking) before the
+// connection exists.
+func (c *Connection) pushChan() <-chan *model.PushRequest {
+	if c == nil {
+		return nil
+	}
+	return c.pushCh
+}
+
+// takePending removes and returns the pending request. The signal may carry
+// a request older than the merged pending one, which wins.
+func (c *Connection) takePending(signal *model.PushRequest) *model.PushRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending
+	c.pending = nil
+	if p == nil {
+		return signal
+	}
+	return p
+}
+
+// watchedTypes lists the watched types in push order, then the others sorted.
+func (c *Connection) watchedTypes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range pushOrder {
+		if _, ok := c.watched[t]; ok {
+			out = append(out, t)
+			seen[t] = true
+		}
+	}
+	var rest []string
+	for t := range c.watched {
+		if !seen[t] {
+			rest = append(rest, t)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+// Watched returns a copy of the connection's watch of a type (nil if none).
+func (c *Connection) Watched(typeURL string) *WatchedResource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.watched[typeURL]
+	if !ok {
+		return nil
+	}
+	cp := *w
+	return &cp
+}
+
+func sortConnections(cs []*Connection) {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
+}

@@ -1,0 +1,247 @@
+package xds
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"sort"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+)
+
+// DeltaAggregatedResources serves one delta ADS stream (the default of
+// Istio 1.31 sidecars).
+func (s *DiscoveryServer) DeltaAggregatedResources(stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	reqs := make(chan *discovery.DeltaDiscoveryRequest, 1)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			reqs <- req
+		}
+	}()
+	var con *Connection
+	defer func() {
+		if con != nil {
+			s.removeConnection(con)
+		}
+	}()
+	for {
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case err := <-errc:
+			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+				return nil
+			}
+			return err
+		case req := <-reqs:
+			if con == nil {
+				c, err := s.initConnection(stream.Context(), req.Node, true)
+				if err != nil {
+					return err
+				}
+				con = c
+				s.addConnection(con)
+				adsLog.Infof("new delta connection %s from %s", con.ID, con.peerAddr)
+			}
+			if err := s.processDeltaRequest(con, stream, req); err != nil {
+				return err
+			}
+		case sig := <-con.pushChan():
+			req := con.takePending(sig)
+			for _, t := range con.watchedTypes() {
+				if !req.Full && t != EndpointType {
+					continue
+				}
+				if err := s.pushDelta(con, stream, t, req, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+type deltaSender interface {
+	Send(*discovery.DeltaDiscoveryResponse) error
+}
+
+// processDeltaRequest applies the wire rules to one delta request.
+func (s *DiscoveryServer) processDeltaRequest(con *Connection, stream deltaSender, req *discovery.DeltaDiscoveryRequest) error {
+	t := req.TypeUrl
+	short := ShortType(t)
+	subChange := len(req.ResourceNamesSubscribe) > 0 || len(req.ResourceNamesUnsubscribe) > 0
+	con.mu.Lock()
+	w := con.watched[t]
+	if req.ErrorDetail != nil {
+		if w != nil && req.ResponseNonce == w.NonceSent {
+			w.LastNACK = req.ErrorDetail.GetMessage()
+		}
+		con.mu.Unlock()
+		totalXDSRejects.WithLabelValues(short).Inc()
+		adsLog.Warnf("%s rejected %s (nonce %s): %s", con.ID, short, req.ResponseNonce, req.ErrorDetail.GetMessage())
+		return nil
+	}
+	if w == nil {
+		w = newDeltaWatch(t, req)
+		con.watched[t] = w
+		con.mu.Unlock()
+		return s.pushDelta(con, stream, t, &model.PushRequest{Full: true, Reason: model.NewReasonStats(model.ProxyRequest)}, true)
+	}
+	if req.ResponseNonce != "" && req.ResponseNonce != w.NonceSent && !subChange {
+		con.mu.Unlock()
+		expiredNonce.WithLabelValues(short).Inc()
+		return nil
+	}
+	if req.ResponseNonce == w.NonceSent {
+		w.NonceAcked = req.ResponseNonce
+		w.LastNACK = ""
+	}
+	newNames := applySubscriptions(w, req)
+	con.mu.Unlock()
+	if !newNames {
+		return nil
+	}
+	return s.pushDelta(con, stream, t, &model.PushRequest{Full: true, Reason: model.NewReasonStats(model.ProxyRequest)}, true)
+}
+
+func newDeltaWatch(t string, req *discovery.DeltaDiscoveryRequest) *WatchedResource {
+	w := &WatchedResource{TypeURL: t, ResourceNames: map[string]struct{}{}, Sent: map[string]string{}}
+	w.Wildcard = isWildcardType(t) && len(req.ResourceNamesSubscribe) == 0
+	for _, n := range req.ResourceNamesSubscribe {
+		if n == "*" {
+			w.Wildcard = true
+			continue
+		}
+		w.ResourceNames[n] = struct{}{}
+	}
+	// on reconnect the client says what it already holds
+	for n, v := range req.InitialResourceVersions {
+		w.Sent[n] = v
+	}
+	return w
+}
+
+// applySubscriptions updates the watch; it reports whether new names were
+// subscribed (which needs a response).
+func applySubscriptions(w *WatchedResource, req *discovery.DeltaDiscoveryRequest) bool {
+	added := false
+	for _, n := range req.ResourceNamesSubscribe {
+		if n == "*" {
+			added = added || !w.Wildcard
+			w.Wildcard = true
+			continue
+		}
+		if _, ok := w.ResourceNames[n]; !ok {
+			w.ResourceNames[n] = struct{}{}
+			added = true
+		}
+	}
+	for _, n := range req.ResourceNamesUnsubscribe {
+		if n == "*" {
+			w.Wildcard = false
+			continue
+		}
+		delete(w.ResourceNames, n)
+		delete(w.Sent, n)
+	}
+	return added
+}
+
+// pushDelta generates a type and sends what changed since the client's state:
+// new or changed resources, and removals. A push that changes nothing is not
+// sent unless it answers a request.
+func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t string, req *model.PushRequest, answer bool) error {
+	ps := s.push.Load()
+	con.mu.Lock()
+	w := con.watched[t]
+	if w == nil {
+		con.mu.Unlock()
+		return nil
+	}
+	wc := *w
+	sent := make(map[string]string, len(w.Sent))
+	for k, v := range w.Sent {
+		sent[k] = v
+	}
+	con.mu.Unlock()
+	gen := s.gens.find(con.proxy, t)
+	if gen == nil {
+		return nil
+	}
+	res, err := gen.Generate(con.proxy, &wc, withPush(req, ps.ctx))
+	if err != nil {
+		adsLog.Warnf("%s: generating %s: %v", con.ID, ShortType(t), err)
+		return nil
+	}
+	resp := &discovery.DeltaDiscoveryResponse{TypeUrl: t, SystemVersionInfo: ps.version}
+	current := make(map[string]string, len(res))
+	size := 0
+	for _, r := range res {
+		v := resourceVersion(r)
+		current[r.Name] = v
+		if sent[r.Name] != v {
+			resp.Resources = append(resp.Resources, &discovery.Resource{Name: r.Name, Version: v, Resource: r.Resource})
+			size += len(r.GetResource().GetValue())
+		}
+	}
+	resp.RemovedResources = removedNames(&wc, sent, current)
+	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 && !answer {
+		return nil
+	}
+	resp.Nonce = nonce()
+	if err := stream.Send(resp); err != nil {
+		return err
+	}
+	con.mu.Lock()
+	if w := con.watched[t]; w != nil {
+		w.NonceSent = resp.Nonce
+		w.VersionSent = ps.version
+		w.Sent = current
+	}
+	con.mu.Unlock()
+	recordSend(t, size)
+	return nil
+}
+
+// removedNames: for a wildcard watch, what the client holds that no longer
+// exists; for a named watch, the subscribed names the client holds or just
+// asked for that do not exist.
+func removedNames(w *WatchedResource, sent, current map[string]string) []string {
+	var out []string
+	if w.Wildcard {
+		for n := range sent {
+			if _, ok := current[n]; !ok {
+				out = append(out, n)
+			}
+		}
+	} else {
+		for n := range w.ResourceNames {
+			if _, ok := current[n]; !ok {
+				if _, held := sent[n]; held || w.NonceSent == "" {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// resourceVersion is a content hash of a resource.
+func resourceVersion(r *discovery.Resource) string {
+	if r.Version != "" {
+		return r.Version
+	}
+	h := sha256.Sum256(r.GetResource().GetValue())
+	return hex.EncodeToString(h[:8])
+}
