@@ -3,6 +3,8 @@ package xds_test
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -282,5 +284,38 @@ func TestDeltaNamedSubscriptions(t *testing.T) {
 	noResponse(t, c)
 	if w := s.ds.Connections()[0].Watched(xds.EndpointType); len(w.ResourceNames) != 1 {
 		t.Errorf("watch after unsubscribe: %v", w.ResourceNames)
+	}
+}
+
+func TestAdszAndSyncz(t *testing.T) {
+	s := newServer(t, true)
+	c := dial(t, s, adsc.Config{NoAutoACK: true, Metadata: map[string]any{"ISTIO_VERSION": "1.31.0", "NAMESPACE": "default"}})
+	if err := c.Watch(xds.ClusterType); err != nil {
+		t.Fatal(err)
+	}
+	r := next(t, c)
+	get := func(h http.HandlerFunc) string {
+		rec := httptest.NewRecorder()
+		h(rec, httptest.NewRequest("GET", "/", nil))
+		return rec.Body.String()
+	}
+	if body := get(s.ds.SynczHandler); !strings.Contains(body, `"status": "STALE"`) {
+		t.Errorf("syncz before ACK: %s", body)
+	}
+	if err := c.ACK(r); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(get(s.ds.SynczHandler), `"status": "SYNCED"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("syncz after ACK: %s", get(s.ds.SynczHandler))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	adsz := get(s.ds.AdszHandler)
+	for _, want := range []string{`"proxyType": "sidecar"`, `"cds": [`, `"*"`, `"ISTIO_VERSION": "1.31.0"`, `"namespace": "default"`} {
+		if !strings.Contains(adsz, want) {
+			t.Errorf("adsz lacks %s: %s", want, adsz)
+		}
 	}
 }
