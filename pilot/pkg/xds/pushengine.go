@@ -1,0 +1,164 @@
+package xds
+
+import (
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pkg/clock"
+	"github.com/meshplane/istiod/pkg/log"
+)
+
+var pushEngineLog = log.RegisterScope("push", "push decisions: NeedsPush, debounce, push queue")
+
+// PushResult is what a push reports back for /debug/pushz.
+type PushResult struct {
+	// ProxiesPushed counts the connections the push was queued for.
+	ProxiesPushed int
+	// IndexesRebuilt and IndexesReused name the PushContext indexes built
+	// for this push and those reused from the previous snapshot.
+	IndexesRebuilt []string
+	IndexesReused  []string
+}
+
+// PushEngineOptions configure a PushEngine.
+type PushEngineOptions struct {
+	// Debounce tunes the debouncer (see DefaultDebounceOptions).
+	Debounce DebounceOptions
+	// Clock is the time source (default: the wall clock).
+	Clock clock.Clock
+	// Push runs once per merged request: it builds the push context for
+	// full requests and queues the concerned connections. It is never
+	// called concurrently for debounced requests; endpoint-only requests
+	// that bypass debouncing (Debounce.EnableEDSDebounce false) may run
+	// alongside. The request is Push's to read; it must not be modified.
+	Push func(*model.PushRequest) PushResult
+	// HistorySize is how many pushes and suppressed updates /debug/pushz
+	// remembers (default 100).
+	HistorySize int
+	// UnsafeAssertions panics on requests that break an invariant (kind
+	// Service in ConfigsUpdated) instead of logging them.
+	UnsafeAssertions bool
+}
+
+// PushEngine turns change notifications into pushes: it is the
+// ConfigUpdate entry point of the XDSUpdater, debounces, calls Push once per
+// merged request and records what it did for metrics and /debug/pushz. The
+// per-proxy part (which connection needs what) lives in Push.
+type PushEngine struct {
+	opts       PushEngineOptions
+	clock      clock.Clock
+	debouncer  *Debouncer
+	history    *PushHistory
+	suppressed *model.SuppressedUpdates
+	configs    *model.ConfigPushHandler
+	inbound    atomic.Int64
+
+	startOnce sync.Once
+	done      chan struct{}
+}
+
+// NewPushEngine returns an engine that holds requests until Start.
+func NewPushEngine(opts PushEngineOptions) *PushEngine {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	if opts.Push == nil {
+		opts.Push = func(*model.PushRequest) PushResult { return PushResult{} }
+	}
+	e := &PushEngine{
+		opts:       opts,
+		clock:      opts.Clock,
+		history:    NewPushHistory(opts.HistorySize),
+		suppressed: model.NewSuppressedUpdates(opts.HistorySize),
+		done:       make(chan struct{}),
+	}
+	e.debouncer = NewDebouncer(opts.Debounce, opts.Clock, e.push)
+	e.configs = model.NewConfigPushHandler(e.ConfigUpdate, e.suppressed, opts.Clock)
+	return e
+}
+
+// ConfigUpdate requests a push; requests are merged and debounced. req is
+// read-only to the engine. A request without a reason counts as "unknown".
+func (e *PushEngine) ConfigUpdate(req *model.PushRequest) {
+	if req == nil {
+		return
+	}
+	if err := req.Validate(); err != nil {
+		if e.opts.UnsafeAssertions {
+			panic("assertion failed: " + err.Error())
+		}
+		pushEngineLog.Errorf("%v", err)
+	}
+	if len(req.Reason) == 0 {
+		r := *req
+		r.Reason = model.NewReasonStats(model.UnknownTrigger)
+		req = &r
+	}
+	RecordInboundUpdate(InboundConfig)
+	RecordPushTriggers(req.Reason)
+	e.inbound.Add(1)
+	e.debouncer.Enqueue(req)
+}
+
+// ConfigHandler returns the handler config stores report events to: it
+// applies NeedsPush, remembers what it suppresses and calls ConfigUpdate.
+// Register its Handle method with RegisterEventHandler.
+func (e *PushEngine) ConfigHandler() *model.ConfigPushHandler { return e.configs }
+
+// Start begins pushing; when stop closes the engine drops pending requests,
+// waits for running pushes and closes Done. Later calls do nothing.
+func (e *PushEngine) Start(stop <-chan struct{}) {
+	e.startOnce.Do(func() {
+		e.debouncer.Start()
+		go func() {
+			<-stop
+			e.debouncer.Stop()
+			close(e.done)
+		}()
+	})
+}
+
+// Done is closed once the engine has stopped after Start.
+func (e *PushEngine) Done() <-chan struct{} { return e.done }
+
+// History returns the record of recent pushes.
+func (e *PushEngine) History() *PushHistory { return e.history }
+
+// Suppressed returns the record of recent suppressed config updates.
+func (e *PushEngine) Suppressed() *model.SuppressedUpdates { return e.suppressed }
+
+// PushzHandler serves /debug/pushz for this engine.
+func (e *PushEngine) PushzHandler() http.HandlerFunc { return PushzHandler(e.history, e.suppressed) }
+
+// PushEngineStats describe the engine's work so far.
+type PushEngineStats struct {
+	// Inbound counts ConfigUpdate calls.
+	Inbound int64
+	// Pushes counts Push calls started.
+	Pushes   uint64
+	Debounce DebounceStats
+}
+
+// Stats returns a snapshot of the counters.
+func (e *PushEngine) Stats() PushEngineStats {
+	return PushEngineStats{Inbound: e.inbound.Load(), Pushes: e.history.Total(), Debounce: e.debouncer.Stats()}
+}
+
+// push runs one released batch.
+func (e *PushEngine) push(b Debounced) {
+	rec := newPushRecord(b)
+	rec.ID = e.history.NextID()
+	if !b.Bypassed {
+		recordDebounceTime(b.Released.Sub(b.First))
+	}
+	pushEngineLog.Debugf("push %d: %d events merged after %v: %v", rec.ID, b.Events, b.Released.Sub(b.First), b.Request)
+	start := e.clock.Now()
+	res := e.opts.Push(b.Request)
+	rec.Duration = JSONDuration(e.clock.Since(start))
+	rec.ProxiesPushed = res.ProxiesPushed
+	rec.IndexesRebuilt = res.IndexesRebuilt
+	rec.IndexesReused = res.IndexesReused
+	e.history.Add(rec)
+}
