@@ -59,6 +59,7 @@ type daemon struct {
 	t          *testing.T
 	cmd        *exec.Cmd
 	http, mon  string
+	grpc       string
 	logMu      sync.Mutex
 	log        strings.Builder
 	exited     chan struct{}
@@ -84,7 +85,7 @@ func (d *daemon) logs() string {
 // stopped when the test ends.
 func start(t *testing.T, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, http: freePort(t), mon: freePort(t), exited: make(chan struct{})}
+	d := &daemon{t: t, http: freePort(t), mon: freePort(t), grpc: freePort(t), exited: make(chan struct{})}
 	startProcess(t, d, args...)
 	t.Cleanup(func() {
 		d.stop()
@@ -98,8 +99,11 @@ func start(t *testing.T, args ...string) *daemon {
 // startProcess runs the binary for d with the listener flags and args.
 func startProcess(tb testing.TB, d *daemon, args ...string) {
 	tb.Helper()
+	if d.grpc == "" {
+		d.grpc = "127.0.0.1:0"
+	}
 	all := append([]string{"discovery", "--httpAddr", d.http, "--monitoringAddr", d.mon,
-		"--grpcAddr", "127.0.0.1:0", "--fileResync", "1h"}, args...)
+		"--grpcAddr", d.grpc, "--fileResync", "1h"}, args...)
 	d.cmd = exec.Command(binary, all...)
 	d.cmd.Stdout = lockedWriter{d}
 	d.cmd.Stderr = lockedWriter{d}

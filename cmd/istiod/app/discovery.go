@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -65,12 +66,39 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 	a.PodName = os.Getenv("POD_NAME")
 	a.SharedMeshConfig = os.Getenv("SHARED_MESH_CONFIG")
 	a.InCluster = os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+	if err := debounceFromEnv(a); err != nil {
+		return err
+	}
 	if v := os.Getenv("PILOT_ENABLE_GATEWAY_API"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("PILOT_ENABLE_GATEWAY_API=%q: %v", v, err)
 		}
 		a.EnableGatewayAPI = b
+	}
+	return nil
+}
+
+// debounceFromEnv reads the push debounce settings.
+func debounceFromEnv(a *bootstrap.PilotArgs) error {
+	for _, d := range []struct {
+		env string
+		dst *time.Duration
+	}{{"PILOT_DEBOUNCE_AFTER", &a.Debounce.After}, {"PILOT_DEBOUNCE_MAX", &a.Debounce.Max}} {
+		if v := os.Getenv(d.env); v != "" {
+			dur, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s=%q: %v", d.env, v, err)
+			}
+			*d.dst = dur
+		}
+	}
+	if v := os.Getenv("PILOT_ENABLE_EDS_DEBOUNCE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("PILOT_ENABLE_EDS_DEBOUNCE=%q: %v", v, err)
+		}
+		a.Debounce.EnableEDSDebounce = b
 	}
 	return nil
 }

@@ -3,7 +3,11 @@
 // debug endpoints and metrics, and readiness.
 package bootstrap
 
-import "time"
+import (
+	"time"
+
+	"github.com/meshplane/istiod/pilot/pkg/xds"
+)
 
 // PilotArgs are the settings of `istiod discovery`, read once from flags and
 // environment by the command and passed down as a typed struct.
@@ -47,6 +51,9 @@ type PilotArgs struct {
 	ShutdownDuration time.Duration
 	// FileResync is how often the directory source re-reads everything.
 	FileResync time.Duration
+	// Debounce tunes the push debouncer (PILOT_DEBOUNCE_AFTER,
+	// PILOT_DEBOUNCE_MAX, PILOT_ENABLE_EDS_DEBOUNCE).
+	Debounce xds.DebounceOptions
 }
 
 // KeepaliveOptions of the gRPC server.
@@ -83,5 +90,6 @@ func DefaultArgs() PilotArgs {
 		Profile:          true,
 		ShutdownDuration: 10 * time.Second,
 		FileResync:       30 * time.Second,
+		Debounce:         xds.DefaultDebounceOptions(),
 	}
 }

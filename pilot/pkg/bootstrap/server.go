@@ -49,9 +49,11 @@ type Server struct {
 	// namespaceSynced reports the namespace informer's sync (nil without a cluster)
 	namespaceSynced func() bool
 
-	store    *aggregate.Store
-	mesh     *mesh.Watcher
-	networks *mesh.NetworksWatcher
+	store     *aggregate.Store
+	services  *serviceControllers
+	discovery *discovery
+	mesh      *mesh.Watcher
+	networks  *mesh.NetworksWatcher
 
 	httpServer       *http.Server
 	monitoringServer *http.Server
@@ -77,6 +79,10 @@ func NewServer(args PilotArgs) (*Server, error) {
 	if err := s.initConfigController(); err != nil {
 		return nil, err
 	}
+	if err := s.initServiceControllers(); err != nil {
+		return nil, err
+	}
+	s.initDiscovery()
 	s.initServers()
 	initMetrics()
 	return s, nil
@@ -199,6 +205,8 @@ func (s *Server) initServers() {
 		Collections: s.krtDebug,
 		Problems:    s.problems,
 		Profile:     s.args.Profile,
+		Registry:    s.services,
+		Extra:       s.debugHandlers(),
 	})
 	httpMux := http.NewServeMux()
 	httpMux.HandleFunc("/ready", s.ready)
@@ -262,8 +270,7 @@ func (s *Server) Start() error {
 			scope.Infof("config sources synced in %v", time.Since(start).Round(time.Millisecond))
 		}
 	}()
-	scope.Infof("xDS serving is not implemented yet; --grpcAddr %s is not bound", s.args.GRPCAddr)
-	return nil
+	return s.startDiscovery()
 }
 
 func (s *Server) serve(srv *http.Server, l net.Listener, name string) {
@@ -307,6 +314,8 @@ func (s *Server) Shutdown() {
 			scope.Warnf("shutdown: %v", err)
 		}
 	}
+	// drain xDS streams: proxies reconnect to another replica
+	stopGRPC(s.discovery.grpc, s.args.ShutdownDuration)
 	s.stopOnce.Do(func() { close(s.internalStop) })
 	s.wg.Wait()
 }

@@ -77,7 +77,7 @@ func newServer(t *testing.T, ready bool) *server {
 	ds.RegisterGenerator(xds.ClusterType, xds.GeneratorFunc(w.cds))
 	ds.RegisterGenerator(xds.EndpointType, xds.GeneratorFunc(w.eds))
 	if ready {
-		ds.SetPushContext(&model.PushContext{}, "v1")
+		ds.SetPushContext(model.NewPushContext(), "v1")
 	}
 	g := grpc.NewServer()
 	ds.Register(g)
@@ -165,7 +165,7 @@ func TestSotWProtocol(t *testing.T) {
 
 	// a push sends the new state with the new version
 	s.world.set("outbound|80||a.default.svc.cluster.local")
-	s.ds.SetPushContext(&model.PushContext{}, "v2")
+	s.ds.SetPushContext(model.NewPushContext(), "v2")
 	s.ds.Push(&model.PushRequest{Full: true})
 	r2 := next(t, c)
 	if len(r2.Resources) != 1 || r2.Version != "v2" || r2.Nonce == r.Nonce {

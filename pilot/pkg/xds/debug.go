@@ -33,6 +33,11 @@ type DebugOptions struct {
 	Problems *diag.Board
 	// Profile enables /debug/pprof/*.
 	Profile bool
+	// Registry is the service registries' view (/debug/registryz,
+	// /debug/endpointShardz).
+	Registry RegistryDebugSource
+	// Extra are more endpoints by name (/debug/<name>), e.g. the xDS ones.
+	Extra map[string]http.HandlerFunc
 }
 
 // Debug serves the debug endpoints.
@@ -55,6 +60,11 @@ func NewDebug(opts DebugOptions) *Debug {
 	d.add("resourcesz", "the kinds the store holds", d.resourcesz)
 	d.add("warningz", "current configuration problems: dropped fields, warnings, rejected documents, mesh errors", d.warningz)
 	d.add("list", "the debug endpoints (JSON)", d.list)
+	for name, h := range opts.Extra {
+		d.add(name, "see the README", h)
+	}
+	d.add("registryz", "every service of every registry", d.registryz)
+	d.add("endpointShardz", "the endpoints of every service, by namespace and shard", d.endpointShardz)
 	return d
 }
 

@@ -1,0 +1,140 @@
+package bootstrap
+
+import (
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/aggregate"
+	kuberegistry "github.com/meshplane/istiod/pilot/pkg/serviceregistry/kube"
+	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/serviceentry"
+)
+
+// pushRecordLimit bounds the requests kept by the recorder that stands in
+// for the push engine.
+const pushRecordLimit = 1000
+
+// serviceControllers are the service registries, joined, and the endpoint
+// index they feed.
+type serviceControllers struct {
+	index *model.EndpointIndex
+	// pushes records what the registries ask of the push engine; it is the
+	// push engine's place holder until that exists.
+	pushes         *model.RecordingXDSUpdater
+	kube           *kuberegistry.Controller // nil without a cluster
+	serviceEntries *serviceentry.Controller
+	aggregate      *aggregate.Controller
+	// engine is the push engine, set once it exists; registry updates are
+	// recorded and forwarded to it.
+	engine model.XDSUpdater
+}
+
+// teeUpdater records every update and forwards it to the push engine.
+type teeUpdater struct{ sc *serviceControllers }
+
+func (t teeUpdater) next() []model.XDSUpdater {
+	if t.sc.engine == nil {
+		return []model.XDSUpdater{t.sc.pushes}
+	}
+	return []model.XDSUpdater{t.sc.pushes, t.sc.engine}
+}
+
+func (t teeUpdater) EDSUpdate(shard model.ShardKey, h, ns string, eps []*model.IstioEndpoint) {
+	for _, u := range t.next() {
+		u.EDSUpdate(shard, h, ns, eps)
+	}
+}
+
+func (t teeUpdater) SvcUpdate(shard model.ShardKey, h, ns string, e model.Event) {
+	for _, u := range t.next() {
+		u.SvcUpdate(shard, h, ns, e)
+	}
+}
+
+func (t teeUpdater) ConfigUpdate(req *model.PushRequest) {
+	for _, u := range t.next() {
+		u.ConfigUpdate(req)
+	}
+}
+
+func (t teeUpdater) ProxyUpdate(cluster, ip string) {
+	for _, u := range t.next() {
+		u.ProxyUpdate(cluster, ip)
+	}
+}
+
+func (t teeUpdater) RemoveShard(shard model.ShardKey) {
+	for _, u := range t.next() {
+		u.RemoveShard(shard)
+	}
+}
+
+// Services implements xds.RegistryDebugSource.
+func (c *serviceControllers) Services() []*model.Service { return c.aggregate.Services() }
+
+// EndpointIndex implements xds.RegistryDebugSource.
+func (c *serviceControllers) EndpointIndex() *model.EndpointIndex { return c.index }
+
+// HasSynced reports whether every registry has read its initial state.
+func (c *serviceControllers) HasSynced() bool { return c.aggregate.HasSynced() }
+
+// initServiceControllers builds the registries: Kubernetes when a cluster
+// is configured, ServiceEntry always (from the aggregate config store), and
+// their join. They start with the kube client and the store.
+func (s *Server) initServiceControllers() error {
+	sc := &serviceControllers{index: model.NewEndpointIndex(), pushes: model.NewRecordingXDSUpdater(pushRecordLimit)}
+	updater := model.NewEndpointIndexUpdater(sc.index, teeUpdater{sc})
+	trustDomain := s.mesh.Mesh().GetTrustDomain()
+	var regs []aggregate.Registry
+	if s.kubeClient != nil && hasRegistry(s.args.Registries, "Kubernetes") {
+		opts := kuberegistry.Options{
+			ClusterID:    s.args.ClusterID,
+			DomainSuffix: s.args.Domain,
+			TrustDomain:  trustDomain,
+			XDSUpdater:   updater,
+			Problems:     s.problems,
+			Krt:          s.krtDebug,
+			Stop:         s.internalStop,
+		}
+		if s.nsFilter != nil {
+			opts.NamespaceFilter = s.nsFilter
+		}
+		kr, err := kuberegistry.NewController(s.kubeClient, opts)
+		if err != nil {
+			return err
+		}
+		sc.kube = kr
+		regs = append(regs, kr)
+	}
+	seOpts := serviceentry.Options{
+		ClusterID:   s.args.ClusterID,
+		TrustDomain: trustDomain,
+		XDSUpdater:  updater,
+		Problems:    s.problems,
+		Krt:         s.krtDebug,
+		Stop:        s.internalStop,
+	}
+	if sc.kube != nil {
+		seOpts.Workloads = sc.kube.Workloads()
+	}
+	sc.serviceEntries = serviceentry.NewController(s.store, seOpts)
+	regs = append(regs, sc.serviceEntries)
+	sc.aggregate = aggregate.New(regs...)
+	s.problems.AddProvider(sc.aggregate.Conflicts)
+	s.mesh.AddMeshHandler(func() {
+		td := s.mesh.Mesh().GetTrustDomain()
+		if sc.kube != nil {
+			sc.kube.SetTrustDomain(td)
+		}
+		sc.serviceEntries.SetTrustDomain(td)
+	})
+	s.services = sc
+	return nil
+}
+
+// ServiceDiscovery returns the joined service registries.
+func (s *Server) ServiceDiscovery() *aggregate.Controller { return s.services.aggregate }
+
+// EndpointIndex returns the endpoint index the registries feed.
+func (s *Server) EndpointIndex() *model.EndpointIndex { return s.services.index }
+
+// XDSUpdates returns the recorder of what the registries ask of the push
+// engine (the last pushRecordLimit calls), until the push engine exists.
+func (s *Server) XDSUpdates() *model.RecordingXDSUpdater { return s.services.pushes }

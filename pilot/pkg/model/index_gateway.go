@@ -1,0 +1,70 @@
+package model
+
+import (
+	networking "istio.io/api/networking/v1alpha3"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/schema/kind"
+)
+
+// gatewayIndex holds the Istio Gateways, oldest first, by namespace and by
+// name. Which gateway proxies a Gateway configures is decided by its
+// selector (and, with ScopeGatewayToNamespace, the proxy's namespace).
+//
+// Kinds: Gateway (and the Gateway API kinds translated into it).
+type gatewayIndex struct {
+	indexBase
+	all         []config.Config
+	byNamespace map[string][]config.Config
+	byKey       map[types.NamespacedName]*config.Config
+	scopeToNS   bool
+}
+
+func buildGatewayIndex(bc *buildContext) *gatewayIndex {
+	x := &gatewayIndex{
+		byNamespace: map[string][]config.Config{},
+		byKey:       map[types.NamespacedName]*config.Config{},
+		scopeToNS:   bc.env.Options().ScopeGatewayToNamespace,
+	}
+	for _, cfg := range sortedByCreation(bc.list(kind.Gateway)) {
+		if _, ok := cfg.Spec.(*networking.Gateway); ok {
+			x.all = append(x.all, cfg)
+		}
+	}
+	for i := range x.all {
+		cfg := &x.all[i]
+		x.byNamespace[cfg.Namespace] = append(x.byNamespace[cfg.Namespace], *cfg)
+		x.byKey[nameOf(cfg)] = cfg
+	}
+	return x
+}
+
+// Gateway returns one Gateway, or nil.
+func (p *PushContext) Gateway(namespace, name string) *config.Config {
+	return p.gateways.byKey[types.NamespacedName{Namespace: namespace, Name: name}]
+}
+
+// Gateways returns every Gateway, oldest first (shared, read-only).
+func (p *PushContext) Gateways() []config.Config { return p.gateways.all }
+
+// GatewaysForProxy returns the Gateways whose selector selects the proxy's
+// labels (an empty selector selects every gateway proxy), oldest first;
+// only those of the proxy's namespace with ScopeGatewayToNamespace.
+func (p *PushContext) GatewaysForProxy(proxy *Proxy) []config.Config {
+	if proxy == nil {
+		return nil
+	}
+	candidates := p.gateways.all
+	if p.gateways.scopeToNS {
+		candidates = p.gateways.byNamespace[proxy.ConfigNamespace]
+	}
+	var out []config.Config
+	for i := range candidates {
+		gw := candidates[i].Spec.(*networking.Gateway)
+		if selectorMatches(gw.GetSelector(), proxy.Labels) {
+			out = append(out, candidates[i])
+		}
+	}
+	return out
+}

@@ -1,0 +1,199 @@
+package model
+
+import (
+	"slices"
+
+	"github.com/meshplane/istiod/pkg/config/schema/kind"
+)
+
+// This file decides who gets a push and of which xDS types, following
+// Istio's push behaviour:
+//
+//  1. A forced request, a request that names nothing ("everything"), and
+//     any request to a waypoint or ztunnel concern the proxy.
+//  2. Gateways ignore Sidecar changes; sidecars ignore Gateway (Istio and
+//     Gateway API) changes.
+//  3. A sidecar is concerned by a key its sidecar scope depends on — in the
+//     current snapshot or the one before (a deleted object was only in the
+//     old scope) — see SidecarScope.DependsOnConfig.
+//  4. A gateway is concerned by every key, except ServiceEntry keys of
+//     services its namespace cannot see.
+//  5. Per xDS type, kinds that cannot change that type are skipped (e.g. an
+//     AuthorizationPolicy never changes clusters); a request that is not
+//     Full (endpoints only) regenerates EDS only.
+
+// xDS type URLs the push decisions know.
+const (
+	ClusterTypeURL  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	EndpointTypeURL = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	ListenerTypeURL = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	RouteTypeURL    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	SecretTypeURL   = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+	// NameTableTypeURL is Istio's DNS name table (NDS).
+	NameTableTypeURL = "type.googleapis.com/istio.networking.nds.v1.NameTable"
+	// ExtensionConfigTypeURL is ECDS (Wasm and other filter configs).
+	ExtensionConfigTypeURL = "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
+)
+
+// PushTypeURLs lists the types TypesNeedPush decides, in push order.
+var PushTypeURLs = []string{
+	ClusterTypeURL, EndpointTypeURL, ListenerTypeURL, RouteTypeURL, SecretTypeURL, NameTableTypeURL, ExtensionConfigTypeURL,
+}
+
+// unaffectedKinds are the kinds that never concern a proxy type.
+var unaffectedKinds = map[NodeType][]kind.Kind{
+	Router:       {kind.Sidecar},
+	SidecarProxy: {kind.Gateway, kind.KubernetesGateway},
+}
+
+// ProxyNeedsPush reports whether req concerns proxy (rules 1–4 above),
+// comparing with the proxy's scope in req.Push and in the snapshot before.
+// A request without a PushContext concerns everyone.
+func ProxyNeedsPush(proxy *Proxy, req *PushRequest) bool {
+	return ProxyNeedsPushSince(proxy, req, nil)
+}
+
+// ProxyNeedsPushSince is ProxyNeedsPush that also checks last, the scope the
+// proxy was last pushed with (nil when unknown): when pushes were merged or
+// skipped, the previous snapshot's scope may not be the one the proxy has.
+func ProxyNeedsPushSince(proxy *Proxy, req *PushRequest, last *SidecarScope) bool {
+	if req == nil || req.Forced || len(req.ConfigsUpdated) == 0 || req.Push == nil || proxy == nil {
+		return true
+	}
+	if proxy.Type == Waypoint || proxy.Type == Ztunnel {
+		return true
+	}
+	push := req.Push
+	var scopes []*SidecarScope // computed on first need
+	for key := range req.ConfigsUpdated {
+		if slices.Contains(unaffectedKinds[proxy.Type], key.Kind) {
+			continue
+		}
+		if proxy.Type == Router && key.Kind != kind.ServiceEntry {
+			return true
+		}
+		if proxy.Type != SidecarProxy && proxy.Type != Router {
+			return true
+		}
+		if scopes == nil {
+			scopes = []*SidecarScope{push.SidecarScope(proxy)}
+			if prev := push.PreviousSidecarScope(proxy); prev != nil {
+				scopes = append(scopes, prev)
+			}
+			if last != nil {
+				scopes = append(scopes, last)
+			}
+		}
+		for _, sc := range scopes {
+			if sc.DependsOnConfig(key) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Kinds that cannot change a type (Istio's skip lists). A kind not listed
+// may change the type.
+var (
+	kindsNotAffectingClusters = []kind.Kind{
+		kind.Gateway, kind.WorkloadEntry, kind.WorkloadGroup, kind.AuthorizationPolicy,
+		kind.RequestAuthentication, kind.Secret, kind.Telemetry, kind.WasmPlugin, kind.ProxyConfig,
+	}
+	kindsNotAffectingEndpoints = []kind.Kind{
+		kind.Gateway, kind.VirtualService, kind.WorkloadGroup, kind.AuthorizationPolicy,
+		kind.RequestAuthentication, kind.Secret, kind.Telemetry, kind.WasmPlugin, kind.ProxyConfig,
+	}
+	kindsNotAffectingListeners = map[NodeType][]kind.Kind{
+		Router:       {kind.WorkloadGroup, kind.WorkloadEntry, kind.Secret, kind.ProxyConfig},
+		SidecarProxy: {kind.Gateway, kind.WorkloadGroup, kind.WorkloadEntry, kind.Secret, kind.ProxyConfig},
+	}
+	kindsNotAffectingRoutes = []kind.Kind{
+		kind.WorkloadEntry, kind.WorkloadGroup, kind.AuthorizationPolicy, kind.RequestAuthentication,
+		kind.PeerAuthentication, kind.Secret, kind.WasmPlugin, kind.Telemetry, kind.ProxyConfig,
+	}
+	kindsNotAffectingNameTable = []kind.Kind{
+		kind.Gateway, kind.VirtualService, kind.DestinationRule, kind.Secret, kind.Telemetry,
+		kind.EnvoyFilter, kind.WorkloadEntry, kind.WorkloadGroup, kind.AuthorizationPolicy,
+		kind.RequestAuthentication, kind.PeerAuthentication, kind.WasmPlugin, kind.ProxyConfig,
+	}
+	// Only these kinds change secrets and extension configs.
+	kindsAffectingSecrets         = []kind.Kind{kind.Secret, kind.ConfigMap}
+	kindsAffectingExtensionConfig = []kind.Kind{kind.EnvoyFilter, kind.WasmPlugin, kind.Secret}
+)
+
+// TypeNeedsPush reports whether req may change resources of typeURL for
+// proxy (rule 5 above), assuming ProxyNeedsPush already said yes. Unknown
+// types are regenerated on every full request.
+func TypeNeedsPush(proxy *Proxy, req *PushRequest, typeURL string) bool {
+	if req == nil {
+		return true
+	}
+	if !req.Full {
+		return typeURL == EndpointTypeURL
+	}
+	if len(req.ConfigsUpdated) == 0 {
+		return true
+	}
+	switch typeURL {
+	case ClusterTypeURL:
+		if proxy != nil && proxy.Type == Router && HasConfigsOfKind(req.ConfigsUpdated, kind.Gateway) {
+			return true // gateway clusters (SNI auto-passthrough) follow the Gateways
+		}
+		return anyKindNotIn(req, kindsNotAffectingClusters)
+	case EndpointTypeURL:
+		return anyKindNotIn(req, kindsNotAffectingEndpoints)
+	case ListenerTypeURL:
+		var skip []kind.Kind
+		if proxy != nil {
+			skip = kindsNotAffectingListeners[proxy.Type]
+		}
+		return anyKindNotIn(req, skip)
+	case RouteTypeURL:
+		return anyKindNotIn(req, kindsNotAffectingRoutes)
+	case NameTableTypeURL:
+		return anyKindNotIn(req, kindsNotAffectingNameTable)
+	case SecretTypeURL:
+		return anyKindIn(req, kindsAffectingSecrets)
+	case ExtensionConfigTypeURL:
+		return anyKindIn(req, kindsAffectingExtensionConfig)
+	}
+	return true
+}
+
+// TypesNeedPush returns the types of typeURLs (PushTypeURLs when nil) that
+// req requires for proxy, in the order given; nil when the proxy is not
+// concerned at all.
+func TypesNeedPush(proxy *Proxy, req *PushRequest, typeURLs []string) []string {
+	if !ProxyNeedsPush(proxy, req) {
+		return nil
+	}
+	if typeURLs == nil {
+		typeURLs = PushTypeURLs
+	}
+	var out []string
+	for _, t := range typeURLs {
+		if TypeNeedsPush(proxy, req, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func anyKindNotIn(req *PushRequest, skip []kind.Kind) bool {
+	for k := range req.ConfigsUpdated {
+		if !slices.Contains(skip, k.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyKindIn(req *PushRequest, kinds []kind.Kind) bool {
+	for k := range req.ConfigsUpdated {
+		if slices.Contains(kinds, k.Kind) {
+			return true
+		}
+	}
+	return false
+}

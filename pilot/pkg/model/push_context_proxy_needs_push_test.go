@@ -1,0 +1,206 @@
+package model_test
+
+import (
+	"slices"
+	"testing"
+
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pkg/config/schema/gvk"
+	"github.com/meshplane/istiod/pkg/config/schema/kind"
+)
+
+// needsPushFixture: namespace app has reviews (public) and a private
+// service; namespace other has a Sidecar importing only its own namespace.
+func needsPushFixture(t *testing.T) *pcEnv {
+	e := newPCEnv(t)
+	e.addService(svcHost("reviews", "app"), "app", 0)
+	e.addService(svcHost("secret", "hidden"), "hidden", 1, func(s *model.Service) { s.Attributes.ExportTo = model.NewExportTo(".") })
+	e.create(kind.VirtualService, "app", "reviews", 0, &networking.VirtualService{Hosts: []string{"reviews"}, Http: route("reviews")})
+	e.create(kind.VirtualService, "hidden", "private", 1, &networking.VirtualService{Hosts: []string{"secret"}, ExportTo: []string{"."}, Http: route("secret")})
+	e.create(kind.DestinationRule, "app", "reviews", 0, &networking.DestinationRule{Host: "reviews"})
+	e.create(kind.DestinationRule, "app", "unrelated", 1, &networking.DestinationRule{Host: "nothing.example.com"})
+	e.create(kind.Sidecar, "other", "own-only", 0, &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}})
+	return e
+}
+
+func TestProxyNeedsPush(t *testing.T) {
+	e := needsPushFixture(t)
+	p := e.push()
+	app := sidecarProxy("app", nil)
+	other := sidecarProxy("other", nil)
+	gw := gatewayProxy("app", nil)
+	req := func(keys ...model.ConfigKey) *model.PushRequest {
+		r := pcFull(keys...)
+		r.Push = p
+		return r
+	}
+	cases := []struct {
+		name  string
+		proxy *model.Proxy
+		req   *model.PushRequest
+		want  bool
+	}{
+		{"nil request", app, nil, true},
+		{"forced", other, &model.PushRequest{Forced: true, Full: true, Push: p, ConfigsUpdated: model.NewConfigKeys(pcKey(kind.VirtualService, "x", "y"))}, true},
+		{"everything", other, &model.PushRequest{Full: true, Push: p}, true},
+		{"no push context", other, &model.PushRequest{Full: true, ConfigsUpdated: model.NewConfigKeys(pcKey(kind.VirtualService, "x", "y"))}, true},
+		{"waypoint", &model.Proxy{Type: model.Waypoint, ConfigNamespace: "other"}, req(pcKey(kind.VirtualService, "x", "y")), true},
+
+		{"sidecar ignores Gateway", app, req(pcKey(kind.Gateway, "app", "gw")), false},
+		{"sidecar ignores Kubernetes Gateway", app, req(pcKey(kind.KubernetesGateway, "app", "gw")), false},
+		{"gateway ignores Sidecar", gw, req(pcKey(kind.Sidecar, "app", "s")), false},
+		{"gateway takes Gateway", gw, req(pcKey(kind.Gateway, "app", "gw")), true},
+		{"gateway takes any VirtualService", gw, req(pcKey(kind.VirtualService, "hidden", "private")), true},
+		{"gateway takes visible service", gw, req(model.ServiceConfigKey(svcHost("reviews", "app"), "app")), true},
+		{"gateway skips invisible service", gw, req(model.ServiceConfigKey(svcHost("secret", "hidden"), "hidden")), false},
+
+		{"visible VirtualService", app, req(pcKey(kind.VirtualService, "app", "reviews")), true},
+		{"invisible VirtualService", app, req(pcKey(kind.VirtualService, "hidden", "private")), false},
+		{"VirtualService outside Sidecar imports", other, req(pcKey(kind.VirtualService, "app", "reviews")), false},
+		{"new VirtualService unknown to the scope", app, req(pcKey(kind.VirtualService, "app", "brand-new")), false},
+		{"DestinationRule of a visible service", app, req(pcKey(kind.DestinationRule, "app", "reviews")), true},
+		{"DestinationRule of no service", app, req(pcKey(kind.DestinationRule, "app", "unrelated")), false},
+		{"visible service", app, req(model.ServiceConfigKey(svcHost("reviews", "app"), "app")), true},
+		{"invisible service", app, req(model.ServiceConfigKey(svcHost("secret", "hidden"), "hidden")), false},
+		{"service outside Sidecar imports", other, req(model.ServiceConfigKey(svcHost("reviews", "app"), "app")), false},
+		{"own Sidecar", other, req(pcKey(kind.Sidecar, "other", "own-only")), true},
+		{"Sidecar of another namespace", app, req(pcKey(kind.Sidecar, "other", "own-only")), false},
+
+		{"EnvoyFilter in own namespace", app, req(pcKey(kind.EnvoyFilter, "app", "f")), true},
+		{"EnvoyFilter in root namespace", other, req(pcKey(kind.EnvoyFilter, "istio-system", "f")), true},
+		{"EnvoyFilter elsewhere", app, req(pcKey(kind.EnvoyFilter, "other", "f")), false},
+		{"AuthorizationPolicy elsewhere", app, req(pcKey(kind.AuthorizationPolicy, "other", "p")), false},
+		{"Telemetry in own namespace", app, req(pcKey(kind.Telemetry, "app", "t")), true},
+		{"kind a scope does not track", other, req(pcKey(kind.Secret, "app", "s")), true},
+		{"one relevant key among others", other, req(pcKey(kind.EnvoyFilter, "app", "f"), pcKey(kind.Sidecar, "other", "own-only")), true},
+
+		{"endpoint update of a visible service", app, &model.PushRequest{Push: p, ConfigsUpdated: model.NewConfigKeys(model.ServiceConfigKey(svcHost("reviews", "app"), "app"))}, true},
+		{"endpoint update outside Sidecar imports", other, &model.PushRequest{Push: p, ConfigsUpdated: model.NewConfigKeys(model.ServiceConfigKey(svcHost("reviews", "app"), "app"))}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := model.ProxyNeedsPush(tc.proxy, tc.req); got != tc.want {
+				t.Errorf("ProxyNeedsPush = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestProxyNeedsPushPreviousScope: a deleted object is only in the old
+// scope; a new Sidecar only in the new one.
+func TestProxyNeedsPushPreviousScope(t *testing.T) {
+	e := needsPushFixture(t)
+	p1 := e.push()
+	app := sidecarProxy("app", nil)
+	lastScope := p1.SidecarScope(app)
+
+	if err := e.store.Delete(gvk.VirtualService, "reviews", "app", nil); err != nil {
+		t.Fatal(err)
+	}
+	delKey := pcKey(kind.VirtualService, "app", "reviews")
+	p2 := model.InitContext(e.env, p1, pcFull(delKey))
+	r := pcFull(delKey)
+	r.Push = p2
+	if p2.SidecarScope(app).DependsOnConfig(delKey) {
+		t.Fatal("new scope still depends on the deleted VirtualService")
+	}
+	if !model.ProxyNeedsPush(app, r) {
+		t.Error("deleting a VirtualService the proxy used must push")
+	}
+
+	// After an unrelated push the previous scope is still the one before
+	// the deletion.
+	p3 := model.InitContext(e.env, p2, pcFull(pcKey(kind.EnvoyFilter, "x", "f")))
+	r = pcFull(delKey)
+	r.Push = p3
+	if !model.ProxyNeedsPush(app, r) {
+		t.Error("merged request naming the deleted VirtualService must still push")
+	}
+	// The connection's own last scope covers the case where scopes changed
+	// twice since the proxy's last push.
+	p4 := model.InitContext(e.env, p3, pcFull(model.ServiceConfigKey("x", "y")))
+	p5 := model.InitContext(e.env, p4, pcFull(model.ServiceConfigKey("x", "y")))
+	r = pcFull(delKey)
+	r.Push = p5
+	if model.ProxyNeedsPush(app, r) {
+		t.Error("two scope changes later the snapshot no longer knows the deleted VirtualService")
+	}
+	if !model.ProxyNeedsPushSince(app, r, lastScope) {
+		t.Error("the proxy's last scope must be consulted")
+	}
+
+	// A new Sidecar in the proxy's namespace is only in the new scope.
+	e.create(kind.Sidecar, "app", "new", 5, &networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}})
+	scKey := pcKey(kind.Sidecar, "app", "new")
+	p6 := model.InitContext(e.env, p5, pcFull(scKey))
+	r = pcFull(scKey)
+	r.Push = p6
+	if !model.ProxyNeedsPush(app, r) || p6.SidecarScope(app).Name != "new" {
+		t.Error("a new Sidecar for the proxy must push")
+	}
+}
+
+func TestTypesNeedPush(t *testing.T) {
+	p := needsPushFixture(t).push()
+	const (
+		cds = model.ClusterTypeURL
+		eds = model.EndpointTypeURL
+		lds = model.ListenerTypeURL
+		rds = model.RouteTypeURL
+		sds = model.SecretTypeURL
+		nds = model.NameTableTypeURL
+		ecd = model.ExtensionConfigTypeURL
+	)
+	app := sidecarProxy("app", nil)
+	gw := gatewayProxy("app", nil)
+	full := func(keys ...model.ConfigKey) *model.PushRequest {
+		r := pcFull(keys...)
+		r.Push = p
+		return r
+	}
+	svcKey := model.ServiceConfigKey(svcHost("reviews", "app"), "app")
+	cases := []struct {
+		name  string
+		proxy *model.Proxy
+		req   *model.PushRequest
+		want  []string
+	}{
+		{"everything", app, &model.PushRequest{Full: true, Push: p}, model.PushTypeURLs},
+		{"endpoints only", app, &model.PushRequest{Push: p, ConfigsUpdated: model.NewConfigKeys(svcKey)}, []string{eds}},
+		{"service", app, full(svcKey), []string{cds, eds, lds, rds, nds}},
+		{"VirtualService", app, full(pcKey(kind.VirtualService, "app", "reviews")), []string{cds, lds, rds}},
+		{"DestinationRule", app, full(pcKey(kind.DestinationRule, "app", "reviews")), []string{cds, eds, lds, rds}},
+		{"AuthorizationPolicy", app, full(pcKey(kind.AuthorizationPolicy, "app", "p")), []string{lds}},
+		{"RequestAuthentication", app, full(pcKey(kind.RequestAuthentication, "app", "p")), []string{lds}},
+		{"PeerAuthentication", app, full(pcKey(kind.PeerAuthentication, "app", "p")), []string{cds, eds, lds}},
+		{"Telemetry", app, full(pcKey(kind.Telemetry, "app", "t")), []string{lds}},
+		{"WasmPlugin", app, full(pcKey(kind.WasmPlugin, "app", "w")), []string{lds, ecd}},
+		{"EnvoyFilter", app, full(pcKey(kind.EnvoyFilter, "app", "f")), []string{cds, eds, lds, rds, ecd}},
+		{"Secret", app, full(pcKey(kind.Secret, "app", "s")), []string{sds, ecd}},
+		{"ProxyConfig", app, full(pcKey(kind.ProxyConfig, "app", "p")), nil},
+		{"WorkloadEntry", app, full(pcKey(kind.WorkloadEntry, "app", "w")), []string{eds}},
+		{"Gateway to a gateway", gw, full(pcKey(kind.Gateway, "app", "gw")), []string{cds, lds, rds}},
+		{"Gateway to a sidecar", app, full(pcKey(kind.Gateway, "app", "gw")), nil},
+		{"unrelated VirtualService", app, full(pcKey(kind.VirtualService, "hidden", "private")), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := model.TypesNeedPush(tc.proxy, tc.req, nil); !slices.Equal(got, tc.want) {
+				t.Errorf("TypesNeedPush = %v\nwant %v", short(got), short(tc.want))
+			}
+		})
+	}
+	if model.TypeNeedsPush(app, full(pcKey(kind.AuthorizationPolicy, "app", "p")), "type.googleapis.com/custom.Type") != true {
+		t.Error("unknown types are regenerated on full pushes")
+	}
+}
+
+func short(urls []string) []string {
+	out := make([]string, 0, len(urls))
+	for _, u := range urls {
+		out = append(out, u[len("type.googleapis.com/"):])
+	}
+	return out
+}

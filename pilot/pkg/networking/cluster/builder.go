@@ -1,0 +1,226 @@
+package cluster
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/protocol"
+)
+
+// Options are the inputs of the outbound clusters of one service.
+type Options struct {
+	Mesh *meshconfig.MeshConfig
+	// DestinationRule is the rule that applies to the service for the proxy
+	// (already merged and chosen by the push context), or nil. Its spec is a
+	// *networking.DestinationRule.
+	DestinationRule *config.Config
+	// Endpoints returns the endpoints of a service port, for clusters whose
+	// endpoints are inline (DNS resolution); may be nil.
+	Endpoints func(port *model.Port) []*model.IstioEndpoint
+}
+
+// BuildOutbound builds the clusters of a service: one per port, plus one per
+// port and destination rule subset. UDP ports get none. Sorted by name.
+func BuildOutbound(svc *model.Service, opts Options) []*clusterv3.Cluster {
+	var out []*clusterv3.Cluster
+	var dr *networking.DestinationRule
+	if opts.DestinationRule != nil {
+		dr, _ = opts.DestinationRule.Spec.(*networking.DestinationRule)
+	}
+	for _, port := range svc.Ports {
+		if port.Protocol == protocol.UDP {
+			continue
+		}
+		out = append(out, buildOne(svc, port, "", MergeTrafficPolicy(dr.GetTrafficPolicy(), nil, port.Port), opts))
+		for _, ss := range dr.GetSubsets() {
+			pol := MergeTrafficPolicy(dr.GetTrafficPolicy(), ss.TrafficPolicy, port.Port)
+			out = append(out, buildOne(svc, port, ss.Name, pol, opts))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func meshConnectTimeout(m *meshconfig.MeshConfig) *durationpb.Duration {
+	if m.GetConnectTimeout() != nil {
+		return m.GetConnectTimeout()
+	}
+	return durationpb.New(10 * time.Second)
+}
+
+func buildOne(svc *model.Service, port *model.Port, subset string, pol *networking.TrafficPolicy, opts Options) *clusterv3.Cluster {
+	name := SubsetKey(Outbound, subset, svc.Hostname, port.Port)
+	c := &clusterv3.Cluster{Name: name, AltStatName: name + ";"}
+	switch svc.Resolution {
+	case model.DNSLB, model.DNSRoundRobinLB:
+		t := clusterv3.Cluster_STRICT_DNS
+		if svc.Resolution == model.DNSRoundRobinLB {
+			t = clusterv3.Cluster_LOGICAL_DNS
+		}
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: t}
+		c.LoadAssignment = inlineEndpoints(name, svc, port, opts)
+		c.DnsRefreshRate = opts.Mesh.GetDnsRefreshRate()
+		if c.DnsRefreshRate == nil {
+			c.DnsRefreshRate = durationpb.New(60 * time.Second)
+		}
+		c.RespectDnsTtl = true
+		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
+	case model.Passthrough:
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
+	default:
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
+		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{ServiceName: name, EdsConfig: adsConfigSource()}
+	}
+	applyConnectionPool(c, pol.GetConnectionPool(), port.Protocol, meshConnectTimeout(opts.Mesh))
+	if svc.Resolution == model.Passthrough {
+		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
+	} else {
+		applyLoadBalancer(c, pol.GetLoadBalancer())
+		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{}}
+	}
+	applyOutlierDetection(c, pol.GetOutlierDetection())
+	autoMTLS := opts.Mesh.GetEnableAutoMtls().GetValue() && !svc.MeshExternal
+	applyTLS(c, pol.GetTls(), SNI(subset, svc.Hostname, port.Port), autoMTLS, svc.ServiceAccounts)
+	c.Metadata = serviceMetadata(svc, subset, opts.DestinationRule)
+	return c
+}
+
+func adsConfigSource() *core.ConfigSource {
+	return &core.ConfigSource{
+		ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}},
+		InitialFetchTimeout:   durationpb.New(0),
+		ResourceApiVersion:    core.ApiVersion_V3,
+	}
+}
+
+// inlineEndpoints lists DNS endpoints in the cluster (DNS clusters carry
+// their hosts; Envoy resolves them).
+func inlineEndpoints(name string, svc *model.Service, port *model.Port, opts Options) *endpointv3.ClusterLoadAssignment {
+	la := &endpointv3.ClusterLoadAssignment{ClusterName: name}
+	var eps []*model.IstioEndpoint
+	if opts.Endpoints != nil {
+		eps = opts.Endpoints(port)
+	}
+	var lbs []*endpointv3.LbEndpoint
+	for _, ep := range eps {
+		p := ep.EndpointPort
+		if p == 0 {
+			p = uint32(port.Port)
+		}
+		lbs = append(lbs, lbEndpoint(ep.FirstAddress(), p, ep.LbWeight))
+	}
+	if len(lbs) == 0 && svc.Resolution == model.DNSLB {
+		// a DNS ServiceEntry without endpoints resolves its host
+		lbs = append(lbs, lbEndpoint(svc.Hostname, uint32(port.Port), 0))
+	}
+	if len(lbs) > 0 {
+		la.Endpoints = []*endpointv3.LocalityLbEndpoints{{Locality: &core.Locality{}, LbEndpoints: lbs, LoadBalancingWeight: u32(uint32(len(lbs)))}}
+	}
+	return la
+}
+
+func lbEndpoint(addr string, port, weight uint32) *endpointv3.LbEndpoint {
+	if weight == 0 {
+		weight = 1
+	}
+	return &endpointv3.LbEndpoint{
+		HostIdentifier:      &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socketAddress(addr, port)}},
+		LoadBalancingWeight: u32(weight),
+	}
+}
+
+func socketAddress(addr string, port uint32) *core.Address {
+	return &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+		Address: addr, PortSpecifier: &core.SocketAddress_PortValue{PortValue: port}}}}
+}
+
+// serviceMetadata is the istio filter metadata naming the cluster's service.
+func serviceMetadata(svc *model.Service, subset string, dr *config.Config) *core.Metadata {
+	entry := map[string]any{"host": svc.Hostname, "name": svc.Attributes.Name, "namespace": svc.Attributes.Namespace}
+	fields := map[string]any{"services": []any{entry}}
+	if dr != nil {
+		// the rule that shaped the cluster, as Istio names it
+		fields["config"] = "/apis/" + dr.GroupVersionKind.GroupVersion() + "/namespaces/" + dr.Namespace + "/destination-rule/" + dr.Name
+	}
+	if subset != "" {
+		fields["subset"] = subset
+	}
+	if svc.MeshExternal {
+		fields["external"] = true
+	}
+	st, _ := structpb.NewStruct(fields)
+	return &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": st}}
+}
+
+func unlimited() *clusterv3.CircuitBreakers {
+	return &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{
+		MaxConnections: u32(math.MaxUint32), MaxPendingRequests: u32(math.MaxUint32),
+		MaxRequests: u32(math.MaxUint32), MaxRetries: u32(math.MaxUint32),
+	}}}
+}
+
+// BuildBlackHole is the cluster that drops traffic (REGISTRY_ONLY).
+func BuildBlackHole(m *meshconfig.MeshConfig) *clusterv3.Cluster {
+	return &clusterv3.Cluster{Name: BlackHole, AltStatName: BlackHole + ";", ConnectTimeout: meshConnectTimeout(m),
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
+}
+
+func originalDst(name, statName string, m *meshconfig.MeshConfig) *clusterv3.Cluster {
+	return &clusterv3.Cluster{Name: name, AltStatName: statName + ";", ConnectTimeout: meshConnectTimeout(m),
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
+		LbPolicy:             clusterv3.Cluster_CLUSTER_PROVIDED, CircuitBreakers: unlimited()}
+}
+
+// BuildPassthrough forwards to the original destination (ALLOW_ANY).
+func BuildPassthrough(m *meshconfig.MeshConfig) *clusterv3.Cluster {
+	return originalDst(Passthrough, Passthrough, m)
+}
+
+// inboundBind makes inbound connections come from 127.0.0.6 so the
+// iptables rules let them reach the application.
+func inboundBind() *core.BindConfig {
+	return &core.BindConfig{SourceAddress: &core.SocketAddress{Address: "127.0.0.6", PortSpecifier: &core.SocketAddress_PortValue{PortValue: 0}}}
+}
+
+// BuildInboundPassthrough forwards inbound traffic for ports no service declares.
+func BuildInboundPassthrough(m *meshconfig.MeshConfig) *clusterv3.Cluster {
+	c := originalDst(InboundPassthrough, Passthrough, m)
+	c.UpstreamBindConfig = inboundBind()
+	return c
+}
+
+// BuildInbound is the cluster of one of the proxy's own ports, shared by the
+// services that target it.
+func BuildInbound(port int, services []*model.Service, m *meshconfig.MeshConfig) *clusterv3.Cluster {
+	name := SubsetKey(Inbound, "", "", port)
+	c := originalDst(name, name, m)
+	c.CleanupInterval = &durationpb.Duration{Seconds: 9223372035} // Istio's "never"
+	c.UpstreamBindConfig = inboundBind()
+	c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{}
+	var entries []any
+	for _, s := range services {
+		entries = append(entries, map[string]any{"host": s.Hostname, "name": s.Attributes.Name, "namespace": s.Attributes.Namespace})
+	}
+	if len(entries) > 0 {
+		st, _ := structpb.NewStruct(map[string]any{"services": entries})
+		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": st}}
+	}
+	return c
+}
+
+func exactSAN(s string) *matcherv3.StringMatcher {
+	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: s}}
+}

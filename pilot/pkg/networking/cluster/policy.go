@@ -1,0 +1,222 @@
+package cluster
+
+import (
+	"math"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pkg/config/protocol"
+)
+
+// MergeTrafficPolicy returns the policy that applies to one subset and port:
+// the subset's policy fields replace the rule's (field by field), then the
+// settings for the port replace those in turn. Inputs are not modified.
+func MergeTrafficPolicy(root, subset *networking.TrafficPolicy, port int) *networking.TrafficPolicy {
+	out := &networking.TrafficPolicy{}
+	if root != nil {
+		out = proto.Clone(root).(*networking.TrafficPolicy)
+	}
+	if subset != nil {
+		if subset.LoadBalancer != nil {
+			out.LoadBalancer = subset.LoadBalancer
+		}
+		if subset.ConnectionPool != nil {
+			out.ConnectionPool = subset.ConnectionPool
+		}
+		if subset.OutlierDetection != nil {
+			out.OutlierDetection = subset.OutlierDetection
+		}
+		if subset.Tls != nil {
+			out.Tls = subset.Tls
+		}
+		if subset.PortLevelSettings != nil {
+			out.PortLevelSettings = subset.PortLevelSettings
+		}
+		if subset.Tunnel != nil {
+			out.Tunnel = subset.Tunnel
+		}
+		if subset.ProxyProtocol != nil {
+			out.ProxyProtocol = subset.ProxyProtocol
+		}
+	}
+	for _, p := range out.PortLevelSettings {
+		if p.GetPort().GetNumber() != uint32(port) {
+			continue
+		}
+		if p.LoadBalancer != nil {
+			out.LoadBalancer = p.LoadBalancer
+		}
+		if p.ConnectionPool != nil {
+			out.ConnectionPool = p.ConnectionPool
+		}
+		if p.OutlierDetection != nil {
+			out.OutlierDetection = p.OutlierDetection
+		}
+		if p.Tls != nil {
+			out.Tls = p.Tls
+		}
+		break
+	}
+	out.PortLevelSettings = nil
+	return out
+}
+
+// applyLoadBalancer sets the load-balancing policy (default LEAST_REQUEST).
+func applyLoadBalancer(c *clusterv3.Cluster, lb *networking.LoadBalancerSettings) {
+	c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+	if lb == nil {
+		return
+	}
+	switch x := lb.LbPolicy.(type) {
+	case *networking.LoadBalancerSettings_Simple:
+		switch x.Simple {
+		case networking.LoadBalancerSettings_ROUND_ROBIN:
+			c.LbPolicy = clusterv3.Cluster_ROUND_ROBIN
+		case networking.LoadBalancerSettings_RANDOM:
+			c.LbPolicy = clusterv3.Cluster_RANDOM
+		case networking.LoadBalancerSettings_PASSTHROUGH:
+			c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
+			c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
+			c.EdsClusterConfig = nil
+		}
+	case *networking.LoadBalancerSettings_ConsistentHash:
+		ch := x.ConsistentHash
+		if ch.GetMaglev() != nil {
+			c.LbPolicy = clusterv3.Cluster_MAGLEV
+			if size := ch.GetMaglev().GetTableSize(); size > 0 {
+				c.LbConfig = &clusterv3.Cluster_MaglevLbConfig_{MaglevLbConfig: &clusterv3.Cluster_MaglevLbConfig{TableSize: wrapperspb.UInt64(size)}}
+			}
+			return
+		}
+		c.LbPolicy = clusterv3.Cluster_RING_HASH
+		minRing := ch.GetRingHash().GetMinimumRingSize()
+		if minRing == 0 {
+			minRing = ch.GetMinimumRingSize() //nolint:staticcheck // deprecated field still honoured
+		}
+		if minRing == 0 {
+			minRing = 1024
+		}
+		c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: wrapperspb.UInt64(minRing)}}
+	}
+}
+
+func u32(v uint32) *wrapperspb.UInt32Value { return wrapperspb.UInt32(v) }
+
+// applyConnectionPool sets circuit breakers, timeouts and HTTP protocol
+// options; unset limits are unlimited, as in Istio.
+func applyConnectionPool(c *clusterv3.Cluster, cp *networking.ConnectionPoolSettings, proto protocol.Instance, defaultTimeout *durationpb.Duration) {
+	th := &clusterv3.CircuitBreakers_Thresholds{
+		MaxConnections:     u32(math.MaxUint32),
+		MaxPendingRequests: u32(math.MaxUint32),
+		MaxRequests:        u32(math.MaxUint32),
+		MaxRetries:         u32(math.MaxUint32),
+	}
+	c.ConnectTimeout = defaultTimeout
+	var httpOpts *core.HttpProtocolOptions
+	if tcp := cp.GetTcp(); tcp != nil {
+		if tcp.MaxConnections > 0 {
+			th.MaxConnections = u32(uint32(tcp.MaxConnections))
+		}
+		if tcp.ConnectTimeout != nil {
+			c.ConnectTimeout = tcp.ConnectTimeout
+		}
+		if ka := tcp.TcpKeepalive; ka != nil {
+			k := &core.TcpKeepalive{}
+			if ka.Probes > 0 {
+				k.KeepaliveProbes = u32(ka.Probes)
+			}
+			if ka.Time != nil {
+				k.KeepaliveTime = u32(uint32(ka.Time.AsDuration().Seconds()))
+			}
+			if ka.Interval != nil {
+				k.KeepaliveInterval = u32(uint32(ka.Interval.AsDuration().Seconds()))
+			}
+			c.UpstreamConnectionOptions = &clusterv3.UpstreamConnectionOptions{TcpKeepalive: k}
+		}
+	}
+	if h := cp.GetHttp(); h != nil {
+		if h.Http1MaxPendingRequests > 0 {
+			th.MaxPendingRequests = u32(uint32(h.Http1MaxPendingRequests))
+		}
+		if h.Http2MaxRequests > 0 {
+			th.MaxRequests = u32(uint32(h.Http2MaxRequests))
+		}
+		if h.MaxRetries > 0 {
+			th.MaxRetries = u32(uint32(h.MaxRetries))
+		}
+		if h.MaxRequestsPerConnection > 0 || h.IdleTimeout != nil {
+			httpOpts = &core.HttpProtocolOptions{IdleTimeout: h.IdleTimeout}
+			if h.MaxRequestsPerConnection > 0 {
+				httpOpts.MaxRequestsPerConnection = u32(uint32(h.MaxRequestsPerConnection))
+			}
+		}
+	}
+	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th}}
+	if httpOpts != nil || proto.IsHTTP2() {
+		setHTTPProtocolOptions(c, httpOpts, proto.IsHTTP2())
+	}
+}
+
+func setHTTPProtocolOptions(c *clusterv3.Cluster, common *core.HttpProtocolOptions, http2 bool) {
+	opts := &httpv3.HttpProtocolOptions{CommonHttpProtocolOptions: common}
+	if http2 {
+		opts.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &core.Http2ProtocolOptions{}}}}
+	} else {
+		opts.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &core.Http1ProtocolOptions{}}}}
+	}
+	a, _ := anypb.New(opts)
+	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": a}
+}
+
+// applyOutlierDetection translates outlier detection; an error count that is
+// set is enforced at 100%, one that is not is not enforced.
+func applyOutlierDetection(c *clusterv3.Cluster, od *networking.OutlierDetection) {
+	if od == nil {
+		return
+	}
+	out := &clusterv3.OutlierDetection{
+		EnforcingConsecutive_5Xx: u32(0),
+		EnforcingSuccessRate:     u32(0),
+	}
+	if v := od.GetConsecutive_5XxErrors(); v != nil {
+		out.Consecutive_5Xx = u32(v.Value)
+		if v.Value > 0 {
+			out.EnforcingConsecutive_5Xx = u32(100)
+		}
+	} else if od.ConsecutiveErrors > 0 { //nolint:staticcheck // deprecated field still honoured
+		out.Consecutive_5Xx = u32(uint32(od.ConsecutiveErrors))
+		out.EnforcingConsecutive_5Xx = u32(100)
+	}
+	if v := od.GetConsecutiveGatewayErrors(); v != nil {
+		out.ConsecutiveGatewayFailure = u32(v.Value)
+		if v.Value > 0 {
+			out.EnforcingConsecutiveGatewayFailure = u32(100)
+		}
+	}
+	out.Interval = od.Interval
+	out.BaseEjectionTime = od.BaseEjectionTime
+	if od.MaxEjectionPercent > 0 {
+		out.MaxEjectionPercent = u32(uint32(od.MaxEjectionPercent))
+	}
+	if od.SplitExternalLocalOriginErrors {
+		out.SplitExternalLocalOriginErrors = true
+		if od.ConsecutiveLocalOriginFailures != nil {
+			out.ConsecutiveLocalOriginFailure = u32(od.ConsecutiveLocalOriginFailures.Value)
+		}
+	}
+	c.OutlierDetection = out
+	if c.CommonLbConfig == nil {
+		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{}
+	}
+	c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: float64(od.MinHealthPercent)}
+}

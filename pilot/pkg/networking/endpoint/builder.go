@@ -1,0 +1,152 @@
+// Package endpoint translates service endpoints into Envoy
+// ClusterLoadAssignments (EDS): endpoints of one service port, filtered by
+// subset labels and network, grouped by locality with weights and health.
+package endpoint
+
+import (
+	"sort"
+	"strings"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+)
+
+// Options select the endpoints of one cluster.
+type Options struct {
+	// PortName is the service port the cluster is for.
+	PortName string
+	// SubsetLabels select a subset (nil: all endpoints).
+	SubsetLabels map[string]string
+	// Network of the proxy: endpoints of other networks are left out (they
+	// are reached through gateways, which come later).
+	Network string
+}
+
+// Build returns the load assignment of a cluster. A cluster without matching
+// endpoints gets an assignment with its name only.
+func Build(clusterName string, eps []*model.IstioEndpoint, o Options) *endpointv3.ClusterLoadAssignment {
+	byLocality := map[string][]*endpointv3.LbEndpoint{}
+	weights := map[string]uint32{}
+	for _, ep := range eps {
+		if !selected(ep, o) {
+			continue
+		}
+		lb := lbEndpoint(ep)
+		byLocality[ep.Locality.Label] = append(byLocality[ep.Locality.Label], lb)
+		weights[ep.Locality.Label] += lb.LoadBalancingWeight.GetValue()
+	}
+	la := &endpointv3.ClusterLoadAssignment{ClusterName: clusterName}
+	labels := make([]string, 0, len(byLocality))
+	for l := range byLocality {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	for _, l := range labels {
+		la.Endpoints = append(la.Endpoints, &endpointv3.LocalityLbEndpoints{
+			Locality:            locality(l),
+			LbEndpoints:         byLocality[l],
+			LoadBalancingWeight: wrapperspb.UInt32(weights[l]),
+		})
+	}
+	return la
+}
+
+func selected(ep *model.IstioEndpoint, o Options) bool {
+	if o.PortName != "" && ep.ServicePortName != o.PortName {
+		return false
+	}
+	if ep.HealthStatus != 0 && ep.HealthStatus != model.Healthy && !ep.SendUnhealthyEndpoints {
+		return false
+	}
+	if ep.HealthStatus == model.Terminating {
+		return false
+	}
+	if o.Network != "" && ep.Network != "" && ep.Network != o.Network {
+		return false
+	}
+	for k, v := range o.SubsetLabels {
+		if ep.Labels[k] != v {
+			return false
+		}
+	}
+	return ep.FirstAddress() != ""
+}
+
+func locality(label string) *core.Locality {
+	parts := strings.SplitN(label, "/", 3)
+	l := &core.Locality{}
+	if len(parts) > 0 {
+		l.Region = parts[0]
+	}
+	if len(parts) > 1 {
+		l.Zone = parts[1]
+	}
+	if len(parts) > 2 {
+		l.SubZone = parts[2]
+	}
+	return l
+}
+
+func healthStatus(h model.HealthStatus) core.HealthStatus {
+	switch h {
+	case model.Healthy:
+		return core.HealthStatus_HEALTHY
+	case model.UnHealthy:
+		return core.HealthStatus_UNHEALTHY
+	case model.Draining:
+		return core.HealthStatus_DRAINING
+	}
+	return core.HealthStatus_UNKNOWN
+}
+
+func lbEndpoint(ep *model.IstioEndpoint) *endpointv3.LbEndpoint {
+	w := ep.LbWeight
+	if w == 0 {
+		w = 1
+	}
+	lb := &endpointv3.LbEndpoint{
+		HostIdentifier:      &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: address(ep.FirstAddress(), ep.EndpointPort)}},
+		HealthStatus:        healthStatus(ep.HealthStatus),
+		LoadBalancingWeight: wrapperspb.UInt32(w),
+		Metadata:            metadata(ep),
+	}
+	return lb
+}
+
+func address(addr string, port uint32) *core.Address {
+	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
+		return &core.Address{Address: &core.Address_Pipe{Pipe: &core.Pipe{Path: p}}}
+	}
+	return &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+		Address: addr, PortSpecifier: &core.SocketAddress_PortValue{PortValue: port}}}}
+}
+
+// metadata carries the workload for telemetry
+// (name;namespace;canonical service;canonical revision;cluster) and the TLS
+// mode the cluster's transport socket matches on.
+func metadata(ep *model.IstioEndpoint) *core.Metadata {
+	app := firstOf(ep.Labels, "service.istio.io/canonical-name", "app.kubernetes.io/name", "app")
+	rev := firstOf(ep.Labels, "service.istio.io/canonical-revision", "app.kubernetes.io/version", "version")
+	workload := strings.Join([]string{ep.WorkloadName, ep.Namespace, app, rev, ep.Locality.ClusterID}, ";")
+	md := &core.Metadata{FilterMetadata: map[string]*structpb.Struct{
+		"istio": {Fields: map[string]*structpb.Value{"workload": structpb.NewStringValue(workload)}},
+	}}
+	if ep.TLSMode == model.IstioMutualTLSModeLabel {
+		md.FilterMetadata["envoy.transport_socket_match"] = &structpb.Struct{Fields: map[string]*structpb.Value{
+			"tlsMode": structpb.NewStringValue(model.IstioMutualTLSModeLabel)}}
+	}
+	return md
+}
+
+func firstOf(labels map[string]string, keys ...string) string {
+	for _, k := range keys {
+		if v := labels[k]; v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,247 @@
+// Package route translates services and VirtualServices into Envoy route
+// configurations (RDS): one configuration per port ("9080"), a virtual host
+// per service with Istio's domain variants, VirtualService HTTP routes, the
+// default route when no VirtualService applies, and the allow_any host.
+package route
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	previoushosts "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pkg/config"
+)
+
+// Names of special virtual hosts and routes.
+const (
+	AllowAny     = "allow_any"
+	BlockAll     = "block_all"
+	DefaultRoute = "default"
+)
+
+// ServiceRoutes is one service on the port, with the VirtualService that
+// applies to it (nil: default route). The VirtualService's hosts must be
+// resolved to FQDNs already (the push context does this).
+type ServiceRoutes struct {
+	Service        *model.Service
+	VirtualService *config.Config
+}
+
+// Options are the proxy-dependent inputs.
+type Options struct {
+	// ProxyNamespace decides the short-name domains ("reviews" only for
+	// services of the proxy's namespace).
+	ProxyNamespace string
+	// DomainSuffix, e.g. cluster.local.
+	DomainSuffix string
+	// AllowAny routes unknown hosts to PassthroughCluster; otherwise they get
+	// a 502 from the block_all host.
+	AllowAny bool
+	// ProxyLabels and Gateway select VirtualService matches (sourceLabels,
+	// gateways: "mesh" for sidecars).
+	ProxyLabels map[string]string
+	Gateway     string
+}
+
+// BuildRouteConfiguration builds the configuration of one port.
+func BuildRouteConfiguration(port int, services []ServiceRoutes, o Options) *routev3.RouteConfiguration {
+	sort.Slice(services, func(i, j int) bool { return services[i].Service.Hostname < services[j].Service.Hostname })
+	rc := &routev3.RouteConfiguration{
+		Name:                           strconv.Itoa(port),
+		ValidateClusters:               wrapperspb.Bool(false),
+		MaxDirectResponseBodySizeBytes: wrapperspb.UInt32(1 << 20),
+		IgnorePortInHostMatching:       true,
+	}
+	for _, sr := range services {
+		vh := &routev3.VirtualHost{
+			Name:                       sr.Service.Hostname + ":" + strconv.Itoa(port),
+			Domains:                    Domains(sr.Service, port, o),
+			IncludeRequestAttemptCount: true,
+		}
+		if sr.VirtualService != nil {
+			vh.Routes = translateVirtualService(sr.VirtualService, port, o)
+		}
+		if len(vh.Routes) == 0 && sr.VirtualService == nil {
+			vh.Routes = []*routev3.Route{defaultRoute(sr.Service, port)}
+		}
+		rc.VirtualHosts = append(rc.VirtualHosts, vh)
+	}
+	rc.VirtualHosts = append(rc.VirtualHosts, catchAll(o.AllowAny))
+	return rc
+}
+
+// Domains are the names a service answers to from the proxy: FQDN, FQDN
+// with a trailing dot, short names (the bare name only from the same
+// namespace), and its virtual IPs.
+func Domains(svc *model.Service, port int, o Options) []string {
+	h := svc.Hostname
+	out := []string{h, h + "."}
+	if suffix := ".svc." + o.DomainSuffix; o.DomainSuffix != "" && strings.HasSuffix(h, suffix) {
+		nameNS := strings.TrimSuffix(h, suffix) // name.namespace
+		name, ns, _ := strings.Cut(nameNS, ".")
+		if ns == o.ProxyNamespace {
+			out = append(out, name)
+		}
+		out = append(out, nameNS+".svc", nameNS)
+	}
+	for _, addrs := range svc.ClusterVIPs.Addresses {
+		for _, a := range addrs {
+			if a != "" && a != model.UnspecifiedIP {
+				out = append(out, a)
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// defaultRetry is the retry policy Istio gives routes without one.
+func defaultRetry() *routev3.RetryPolicy {
+	a, _ := anypb.New(&previoushosts.PreviousHostsPredicate{})
+	return &routev3.RetryPolicy{
+		RetryOn:                       "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes",
+		NumRetries:                    wrapperspb.UInt32(2),
+		RetryHostPredicate:            []*routev3.RetryPolicy_RetryHostPredicate{{Name: "envoy.retry_host_predicates.previous_hosts", ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{TypedConfig: a}}},
+		HostSelectionRetryMaxAttempts: 5,
+	}
+}
+
+func defaultRoute(svc *model.Service, port int) *routev3.Route {
+	c := cluster.SubsetKey(cluster.Outbound, "", svc.Hostname, port)
+	return &routev3.Route{
+		Name:  DefaultRoute,
+		Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: c},
+			Timeout:          durationpb.New(0),
+			RetryPolicy:      defaultRetry(),
+			MaxGrpcTimeout:   durationpb.New(0),
+		}},
+		Decorator: &routev3.Decorator{Operation: svc.Hostname + ":" + strconv.Itoa(port) + "/*"},
+	}
+}
+
+func catchAll(allowAny bool) *routev3.VirtualHost {
+	if allowAny {
+		return &routev3.VirtualHost{Name: AllowAny, Domains: []string{"*"}, IncludeRequestAttemptCount: true,
+			Routes: []*routev3.Route{{
+				Name:  AllowAny,
+				Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+				Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+					ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster.Passthrough},
+					Timeout:          durationpb.New(0),
+					MaxGrpcTimeout:   durationpb.New(0),
+				}},
+			}}}
+	}
+	return &routev3.VirtualHost{Name: BlockAll, Domains: []string{"*"}, IncludeRequestAttemptCount: true,
+		Routes: []*routev3.Route{{
+			Name:   BlockAll,
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 502}},
+		}}}
+}
+
+// configMetadata names the VirtualService a route came from.
+func configMetadata(vs *config.Config) *core.Metadata {
+	path := "/apis/" + vs.GroupVersionKind.GroupVersion() + "/namespaces/" + vs.Namespace + "/virtual-service/" + vs.Name
+	return &core.Metadata{FilterMetadata: map[string]*structpb.Struct{
+		"istio": {Fields: map[string]*structpb.Value{"config": structpb.NewStringValue(path)}},
+	}}
+}
+
+func durationOrZero(d *durationpb.Duration) *durationpb.Duration {
+	if d == nil {
+		return durationpb.New(0)
+	}
+	return d
+}
+
+// translateVirtualService turns the HTTP routes of a VirtualService into
+// Envoy routes for one port; routes whose matches exclude the port, the
+// proxy's labels or its gateway are skipped.
+func translateVirtualService(vs *config.Config, port int, o Options) []*routev3.Route {
+	spec, ok := vs.Spec.(*networking.VirtualService)
+	if !ok {
+		return nil
+	}
+	var out []*routev3.Route
+	for _, hr := range spec.Http {
+		matches := applicableMatches(hr.Match, port, o)
+		if len(hr.Match) > 0 && len(matches) == 0 {
+			continue
+		}
+		if len(matches) == 0 {
+			matches = []*networking.HTTPMatchRequest{nil}
+		}
+		for _, m := range matches {
+			r := translateRoute(hr, m, port, vs)
+			if r == nil {
+				continue
+			}
+			r.Metadata = configMetadata(vs)
+			out = append(out, r)
+		}
+		if len(hr.Match) == 0 {
+			break // a route without matches catches everything after it
+		}
+	}
+	return out
+}
+
+func applicableMatches(ms []*networking.HTTPMatchRequest, port int, o Options) []*networking.HTTPMatchRequest {
+	var out []*networking.HTTPMatchRequest
+	for _, m := range ms {
+		if m.Port != 0 && int(m.Port) != port {
+			continue
+		}
+		if !labelsMatch(m.SourceLabels, o.ProxyLabels) {
+			continue
+		}
+		if len(m.Gateways) > 0 && !contains(m.Gateways, o.Gateway) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func labelsMatch(want, have map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,316 @@
+package route
+
+import (
+	"strconv"
+	"strings"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	faultcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
+	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pkg/config"
+)
+
+// translateRoute builds one Envoy route for an HTTP route and one of its
+// matches (nil: match everything).
+func translateRoute(hr *networking.HTTPRoute, m *networking.HTTPMatchRequest, port int, vs *config.Config) *routev3.Route {
+	r := &routev3.Route{Name: hr.Name, Match: translateMatch(m)}
+	switch {
+	case hr.Redirect != nil:
+		r.Action = &routev3.Route_Redirect{Redirect: redirect(hr.Redirect)}
+	case hr.DirectResponse != nil:
+		dr := &routev3.DirectResponseAction{Status: hr.DirectResponse.Status}
+		if b := hr.DirectResponse.Body; b != nil {
+			if s := b.GetString_(); s != "" {
+				dr.Body = &core.DataSource{Specifier: &core.DataSource_InlineString{InlineString: s}}
+			} else if by := b.GetBytes(); by != nil {
+				dr.Body = &core.DataSource{Specifier: &core.DataSource_InlineBytes{InlineBytes: by}}
+			}
+		}
+		r.Action = &routev3.Route_DirectResponse{DirectResponse: dr}
+	case len(hr.Route) > 0:
+		ra, op := routeAction(hr, port, vs)
+		r.Action = &routev3.Route_Route{Route: ra}
+		r.Decorator = &routev3.Decorator{Operation: op}
+	default:
+		return nil
+	}
+	applyHeaders(r, hr.Headers)
+	if f := fault(hr.Fault); f != nil {
+		a, _ := anypb.New(f)
+		r.TypedPerFilterConfig = map[string]*anypb.Any{"envoy.filters.http.fault": a}
+	}
+	return r
+}
+
+func translateMatch(m *networking.HTTPMatchRequest) *routev3.RouteMatch {
+	rm := &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}
+	if m == nil {
+		return rm
+	}
+	rm.CaseSensitive = wrapperspb.Bool(!m.IgnoreUriCase)
+	if u := m.Uri; u != nil {
+		switch x := u.MatchType.(type) {
+		case *networking.StringMatch_Exact:
+			rm.PathSpecifier = &routev3.RouteMatch_Path{Path: x.Exact}
+		case *networking.StringMatch_Prefix:
+			rm.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: x.Prefix}
+		case *networking.StringMatch_Regex:
+			rm.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: x.Regex}}
+		}
+	}
+	for _, name := range sortedKeys(m.Headers) {
+		rm.Headers = append(rm.Headers, headerMatcher(name, m.Headers[name]))
+	}
+	if m.Method != nil {
+		rm.Headers = append(rm.Headers, headerMatcher(":method", m.Method))
+	}
+	if m.Authority != nil {
+		rm.Headers = append(rm.Headers, headerMatcher(":authority", m.Authority))
+	}
+	if m.Scheme != nil {
+		rm.Headers = append(rm.Headers, headerMatcher(":scheme", m.Scheme))
+	}
+	for _, name := range sortedKeys(m.WithoutHeaders) {
+		h := headerMatcher(name, m.WithoutHeaders[name])
+		h.InvertMatch = true
+		rm.Headers = append(rm.Headers, h)
+	}
+	for _, name := range sortedKeys(m.QueryParams) {
+		qp := &routev3.QueryParameterMatcher{Name: name}
+		if sm := stringMatcher(m.QueryParams[name]); sm != nil {
+			qp.QueryParameterMatchSpecifier = &routev3.QueryParameterMatcher_StringMatch{StringMatch: sm}
+		} else {
+			qp.QueryParameterMatchSpecifier = &routev3.QueryParameterMatcher_PresentMatch{PresentMatch: true}
+		}
+		rm.QueryParameters = append(rm.QueryParameters, qp)
+	}
+	return rm
+}
+
+func stringMatcher(s *networking.StringMatch) *matcherv3.StringMatcher {
+	switch x := s.GetMatchType().(type) {
+	case *networking.StringMatch_Exact:
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: x.Exact}}
+	case *networking.StringMatch_Prefix:
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: x.Prefix}}
+	case *networking.StringMatch_Regex:
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: x.Regex}}}
+	}
+	return nil
+}
+
+func headerMatcher(name string, s *networking.StringMatch) *routev3.HeaderMatcher {
+	h := &routev3.HeaderMatcher{Name: name}
+	if sm := stringMatcher(s); sm != nil {
+		h.HeaderMatchSpecifier = &routev3.HeaderMatcher_StringMatch{StringMatch: sm}
+	} else {
+		h.HeaderMatchSpecifier = &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}
+	}
+	return h
+}
+
+// destinationCluster names the cluster of a destination: the destination's
+// port, or the route's port when it names none.
+func destinationCluster(d *networking.Destination, port int) string {
+	p := port
+	if n := d.GetPort().GetNumber(); n != 0 {
+		p = int(n)
+	}
+	return cluster.SubsetKey(cluster.Outbound, d.Subset, d.Host, p)
+}
+
+func routeAction(hr *networking.HTTPRoute, port int, vs *config.Config) (*routev3.RouteAction, string) {
+	ra := &routev3.RouteAction{Timeout: durationOrZero(hr.Timeout), MaxGrpcTimeout: durationOrZero(hr.Timeout)}
+	var op string
+	if len(hr.Route) == 1 {
+		d := hr.Route[0].Destination
+		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: destinationCluster(d, port)}
+		op = d.Host + ":" + strconv.Itoa(portOf(d, port)) + "/*"
+	} else {
+		wc := &routev3.WeightedCluster{}
+		for _, dst := range hr.Route {
+			wc.Clusters = append(wc.Clusters, &routev3.WeightedCluster_ClusterWeight{
+				Name: destinationCluster(dst.Destination, port), Weight: wrapperspb.UInt32(uint32(dst.Weight))})
+		}
+		ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
+		op = shortHost(hr.Route[0].Destination.Host, vs) + ":" + strconv.Itoa(portOf(hr.Route[0].Destination, port)) + "/*"
+	}
+	ra.RetryPolicy = retryPolicy(hr.Retries)
+	if rw := hr.Rewrite; rw != nil {
+		if rw.Uri != "" {
+			ra.PrefixRewrite = rw.Uri
+		}
+		if rw.Authority != "" {
+			ra.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: rw.Authority}
+		}
+	}
+	if rr := hr.GetRewrite().GetUriRegexRewrite(); rr != nil {
+		ra.RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: rr.Match}, Substitution: rr.Rewrite}
+	}
+	for _, m := range mirrors(hr, port) {
+		ra.RequestMirrorPolicies = append(ra.RequestMirrorPolicies, m)
+	}
+	return ra, op
+}
+
+func portOf(d *networking.Destination, port int) int {
+	if n := d.GetPort().GetNumber(); n != 0 {
+		return int(n)
+	}
+	return port
+}
+
+// shortHost is the destination host as the VirtualService wrote it, which
+// Istio uses in the operation name of weighted routes.
+func shortHost(host string, vs *config.Config) string {
+	suffix := "." + vs.Namespace + ".svc." + vs.Domain
+	if vs.Domain != "" && strings.HasSuffix(host, suffix) {
+		return strings.TrimSuffix(host, suffix)
+	}
+	return host
+}
+
+func retryPolicy(r *networking.HTTPRetry) *routev3.RetryPolicy {
+	if r == nil {
+		return defaultRetry()
+	}
+	if r.Attempts == 0 {
+		return nil
+	}
+	p := defaultRetry()
+	p.NumRetries = wrapperspb.UInt32(uint32(r.Attempts))
+	if r.RetryOn != "" {
+		p.RetryOn = r.RetryOn
+	}
+	p.PerTryTimeout = r.PerTryTimeout
+	return p
+}
+
+func mirrors(hr *networking.HTTPRoute, port int) []*routev3.RouteAction_RequestMirrorPolicy {
+	var out []*routev3.RouteAction_RequestMirrorPolicy
+	add := func(d *networking.Destination, p *networking.Percent) {
+		m := &routev3.RouteAction_RequestMirrorPolicy{Cluster: destinationCluster(d, port)}
+		v := 100.0
+		if p != nil {
+			v = p.Value
+		}
+		m.RuntimeFraction = &core.RuntimeFractionalPercent{DefaultValue: fraction(v)}
+		out = append(out, m)
+	}
+	if hr.Mirror != nil {
+		add(hr.Mirror, hr.MirrorPercentage)
+	}
+	for _, m := range hr.Mirrors {
+		add(m.Destination, m.Percentage)
+	}
+	return out
+}
+
+// fraction turns a percentage into parts per million, as Istio does.
+func fraction(v float64) *typev3.FractionalPercent {
+	return &typev3.FractionalPercent{Numerator: uint32(v * 10000), Denominator: typev3.FractionalPercent_MILLION}
+}
+
+func fault(f *networking.HTTPFaultInjection) *faultv3.HTTPFault {
+	if f == nil {
+		return nil
+	}
+	out := &faultv3.HTTPFault{}
+	if d := f.Delay; d != nil {
+		v := 100.0
+		if d.Percentage != nil {
+			v = d.Percentage.Value
+		} else if d.Percent != 0 { //nolint:staticcheck // deprecated field still honoured
+			v = float64(d.Percent) //nolint:staticcheck
+		}
+		out.Delay = &faultcommon.FaultDelay{Percentage: fraction(v)}
+		if fd := d.GetFixedDelay(); fd != nil {
+			out.Delay.FaultDelaySecifier = &faultcommon.FaultDelay_FixedDelay{FixedDelay: fd}
+		}
+	}
+	if a := f.Abort; a != nil {
+		v := 100.0
+		if a.Percentage != nil {
+			v = a.Percentage.Value
+		}
+		out.Abort = &faultv3.FaultAbort{Percentage: fraction(v)}
+		switch x := a.ErrorType.(type) {
+		case *networking.HTTPFaultInjection_Abort_HttpStatus:
+			out.Abort.ErrorType = &faultv3.FaultAbort_HttpStatus{HttpStatus: uint32(x.HttpStatus)}
+		case *networking.HTTPFaultInjection_Abort_GrpcStatus:
+			out.Abort.ErrorType = &faultv3.FaultAbort_GrpcStatus{GrpcStatus: grpcCode(x.GrpcStatus)}
+		}
+	}
+	return out
+}
+
+var grpcCodes = map[string]uint32{"OK": 0, "CANCELLED": 1, "UNKNOWN": 2, "INVALID_ARGUMENT": 3, "DEADLINE_EXCEEDED": 4,
+	"NOT_FOUND": 5, "ALREADY_EXISTS": 6, "PERMISSION_DENIED": 7, "RESOURCE_EXHAUSTED": 8, "FAILED_PRECONDITION": 9,
+	"ABORTED": 10, "OUT_OF_RANGE": 11, "UNIMPLEMENTED": 12, "INTERNAL": 13, "UNAVAILABLE": 14, "DATA_LOSS": 15, "UNAUTHENTICATED": 16}
+
+func grpcCode(s string) uint32 {
+	if c, ok := grpcCodes[strings.ToUpper(s)]; ok {
+		return c
+	}
+	n, _ := strconv.Atoi(s)
+	return uint32(n)
+}
+
+func redirect(r *networking.HTTPRedirect) *routev3.RedirectAction {
+	ra := &routev3.RedirectAction{HostRedirect: r.Authority}
+	if r.Uri != "" {
+		ra.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: r.Uri}
+	}
+	if r.Scheme != "" {
+		ra.SchemeRewriteSpecifier = &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: r.Scheme}
+	}
+	if p := r.GetPort(); p != 0 {
+		ra.PortRedirect = p
+	}
+	switch r.RedirectCode {
+	case 0, 301:
+		ra.ResponseCode = routev3.RedirectAction_MOVED_PERMANENTLY
+	case 302:
+		ra.ResponseCode = routev3.RedirectAction_FOUND
+	case 303:
+		ra.ResponseCode = routev3.RedirectAction_SEE_OTHER
+	case 307:
+		ra.ResponseCode = routev3.RedirectAction_TEMPORARY_REDIRECT
+	case 308:
+		ra.ResponseCode = routev3.RedirectAction_PERMANENT_REDIRECT
+	}
+	return ra
+}
+
+func applyHeaders(r *routev3.Route, h *networking.Headers) {
+	if h == nil {
+		return
+	}
+	add := func(m map[string]string, append_ bool) []*core.HeaderValueOption {
+		var out []*core.HeaderValueOption
+		action := core.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+		if append_ {
+			action = core.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
+		}
+		for _, k := range sortedKeys(m) {
+			out = append(out, &core.HeaderValueOption{Header: &core.HeaderValue{Key: k, Value: m[k]}, AppendAction: action})
+		}
+		return out
+	}
+	if req := h.Request; req != nil {
+		r.RequestHeadersToAdd = append(add(req.Set, false), add(req.Add, true)...)
+		r.RequestHeadersToRemove = req.Remove
+	}
+	if resp := h.Response; resp != nil {
+		r.ResponseHeadersToAdd = append(add(resp.Set, false), add(resp.Add, true)...)
+		r.ResponseHeadersToRemove = resp.Remove
+	}
+}

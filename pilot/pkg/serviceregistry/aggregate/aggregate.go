@@ -1,0 +1,177 @@
+package aggregate
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pkg/diag"
+)
+
+// Registry is one registry the aggregate joins.
+type Registry interface {
+	model.ServiceDiscovery
+	// Provider is the kind of registry (Kubernetes, External).
+	Provider() model.ProviderID
+	// Cluster is the cluster the registry serves.
+	Cluster() string
+	// HasSynced reports whether the initial state was read.
+	HasSynced() bool
+}
+
+// Controller is the joined view. It is immutable after New.
+type Controller struct {
+	registries []Registry
+}
+
+var _ model.ServiceDiscovery = (*Controller)(nil)
+
+// New joins registries: Kubernetes ones first, the others after, each group
+// in the order given.
+func New(registries ...Registry) *Controller {
+	regs := slices.Clone(registries)
+	sort.SliceStable(regs, func(i, j int) bool {
+		return regs[i].Provider() == model.Kubernetes && regs[j].Provider() != model.Kubernetes
+	})
+	return &Controller{registries: regs}
+}
+
+// Registries returns the joined registries in precedence order.
+func (c *Controller) Registries() []Registry { return slices.Clone(c.registries) }
+
+// HasSynced reports whether every registry synced.
+func (c *Controller) HasSynced() bool {
+	for _, r := range c.registries {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Services lists the services of every registry in precedence order. A
+// Kubernetes Service present in several clusters is listed once, with the
+// virtual IPs of every cluster.
+func (c *Controller) Services() []*model.Service {
+	var out []*model.Service
+	kube := map[string]int{} // key → index in out
+	for _, r := range c.registries {
+		for _, s := range r.Services() {
+			if r.Provider() != model.Kubernetes {
+				out = append(out, s)
+				continue
+			}
+			i, dup := kube[s.Key()]
+			if !dup {
+				kube[s.Key()] = len(out)
+				out = append(out, s)
+				continue
+			}
+			out[i] = mergeClusterVIPs(out[i], s)
+		}
+	}
+	return out
+}
+
+// mergeClusterVIPs returns a copy of a with b's cluster VIPs added.
+func mergeClusterVIPs(a, b *model.Service) *model.Service {
+	out := a.ShallowCopy()
+	vips := make(map[string][]string, len(a.ClusterVIPs.Addresses)+len(b.ClusterVIPs.Addresses))
+	for k, v := range a.ClusterVIPs.Addresses {
+		vips[k] = v
+	}
+	for k, v := range b.ClusterVIPs.Addresses {
+		vips[k] = v
+	}
+	out.ClusterVIPs = model.AddressMap{Addresses: vips}
+	return out
+}
+
+// GetService returns the service of the first registry that has hostname.
+func (c *Controller) GetService(hostname string) *model.Service {
+	for _, r := range c.registries {
+		if s := r.GetService(hostname); s != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// GetServiceInNamespace returns the service a namespace's hostname names:
+// a Kubernetes Service wins over a ServiceEntry, then the oldest.
+func (c *Controller) GetServiceInNamespace(hostname, namespace string) *model.Service {
+	var best *model.Service
+	for _, s := range c.Services() {
+		if s.Hostname != hostname || s.Attributes.Namespace != namespace {
+			continue
+		}
+		if best == nil || precedes(s, best) {
+			best = s
+		}
+	}
+	return best
+}
+
+func precedes(a, b *model.Service) bool {
+	ak, bk := a.Attributes.ServiceRegistry == model.Kubernetes, b.Attributes.ServiceRegistry == model.Kubernetes
+	if ak != bk {
+		return ak
+	}
+	return a.CreationTime.Before(b.CreationTime)
+}
+
+// NamespaceServices lists the services of one namespace.
+func (c *Controller) NamespaceServices(namespace string) []*model.Service {
+	var out []*model.Service
+	for _, s := range c.Services() {
+		if s.Attributes.Namespace == namespace {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// GetProxyServiceTargets asks the registries in order (only those of the
+// proxy's cluster when it names one) and returns the first non-empty answer.
+func (c *Controller) GetProxyServiceTargets(q *model.ProxyQuery) []model.ServiceTarget {
+	for _, r := range c.registries {
+		if q != nil && q.ClusterID != "" && q.ClusterID != r.Cluster() {
+			continue
+		}
+		if t := r.GetProxyServiceTargets(q); len(t) > 0 {
+			return t
+		}
+	}
+	return nil
+}
+
+// Conflicts lists the ServiceEntry hosts that are also a Kubernetes
+// Service's hostname, for /debug/warningz.
+func (c *Controller) Conflicts() []diag.Problem {
+	kube := map[string][]*model.Service{}
+	var others []*model.Service
+	for _, s := range c.Services() {
+		if s.Attributes.ServiceRegistry == model.Kubernetes {
+			kube[s.Hostname] = append(kube[s.Hostname], s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	var out []diag.Problem
+	for _, s := range others {
+		for _, k := range kube[s.Hostname] {
+			obj := fmt.Sprintf("ServiceEntry %s/%s", s.Attributes.Namespace, s.Attributes.ObjectName)
+			msg := fmt.Sprintf("host %s is also Kubernetes Service %s/%s; in namespace %s the Kubernetes Service "+
+				"takes precedence and the endpoints of both are merged", s.Hostname, k.Attributes.Namespace, k.Attributes.Name,
+				k.Attributes.Namespace)
+			if k.Attributes.Namespace != s.Attributes.Namespace {
+				msg = fmt.Sprintf("host %s is also Kubernetes Service %s/%s; each proxy uses the one visible to it, "+
+					"the oldest when both are", s.Hostname, k.Attributes.Namespace, k.Attributes.Name)
+			}
+			out = append(out, diag.Problem{Severity: diag.Warning, Source: "serviceregistry", Subject: "host " + s.Hostname,
+				Object: obj, Field: "spec.hosts", Message: msg})
+		}
+	}
+	return out
+}

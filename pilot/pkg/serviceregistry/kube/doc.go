@@ -1,0 +1,43 @@
+// Package kube is the Kubernetes service registry: it turns the Services,
+// EndpointSlices, Pods, Nodes and Namespaces of one cluster into
+// model.Service values and endpoint shards, and reports every change to a
+// model.XDSUpdater.
+//
+// # Flow
+//
+// Informer-backed krt collections feed four derived collections, each a pure
+// transform of one object and what it fetched:
+//
+//   - services: Service → serviceInfo (the model.Service, target ports,
+//     problems);
+//   - workloads: Pod (+ its Node for locality, its Namespace for network) →
+//     model.WorkloadInstance, the endpoint template of the pod;
+//   - podIPs: workload → one entry per namespace/IP, to find the pod behind
+//     an endpoint without a targetRef;
+//   - slices: EndpointSlice (+ its Service and the workloads it names) →
+//     sliceInfo, the endpoints of that slice.
+//
+// Handlers turn their events into XDSUpdater calls: a service added, changed
+// or deleted is a SvcUpdate plus a full ConfigUpdate keyed
+// ServiceEntry/<namespace>/<hostname>; a slice change recomputes the
+// endpoints of its one service (the union of that service's slices, found
+// through an index) and sends one EDSUpdate — no other service is touched.
+// Headless services also get a full push, since proxies build listeners per
+// endpoint address. A workload change is a ProxyUpdate for its IPs.
+//
+// # Rules
+//
+//   - Endpoints come from EndpointSlices only (Endpoints objects are not
+//     read); FQDN slices and slices of MCS (multicluster.kubernetes.io)
+//     services are ignored, as Istio does.
+//   - Readiness comes from the slice conditions: ready (or unset) is
+//     Healthy, terminating is Terminating, anything else UnHealthy; all are
+//     kept and sent.
+//   - An address whose targetRef names a pod not seen yet is left out until
+//     the pod arrives. A slice whose Service does not exist yields no
+//     endpoints; unless the slice is owned by a Service (it is then waiting
+//     for garbage collection) that is reported on /debug/warningz.
+//   - Malformed Service ports (number out of range, duplicate number) are
+//     dropped and reported; the rest of the Service is served.
+//   - Objects of namespaces the discovery selectors exclude are ignored.
+package kube

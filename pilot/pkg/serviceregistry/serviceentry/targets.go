@@ -1,0 +1,34 @@
+package serviceentry
+
+import "github.com/meshplane/istiod/pilot/pkg/model"
+
+// GetProxyServiceTargets returns the ServiceEntry services that have an
+// endpoint at one of the proxy's IPs, one target per service port, with the
+// endpoint's port as target port.
+func (c *Controller) GetProxyServiceTargets(q *model.ProxyQuery) []model.ServiceTarget {
+	if q == nil || (q.ClusterID != "" && q.ClusterID != c.opts.ClusterID) {
+		return nil
+	}
+	var out []model.ServiceTarget
+	seen := map[string]bool{}
+	for _, ip := range q.IPAddresses {
+		for _, info := range c.byAddress.Lookup(ip) {
+			for _, svc := range info.services {
+				for _, ep := range info.endpoints[svc.Hostname] {
+					if ep.FirstAddress() != ip {
+						continue
+					}
+					p, ok := svc.Ports.Get(ep.ServicePortName)
+					k := svc.Key() + "/" + ep.ServicePortName
+					if !ok || seen[k] {
+						continue
+					}
+					seen[k] = true
+					out = append(out, model.ServiceTarget{Service: svc,
+						Port: model.ServiceInstancePort{Port: p, TargetPort: ep.EndpointPort}})
+				}
+			}
+		}
+	}
+	return out
+}

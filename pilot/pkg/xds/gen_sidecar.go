@@ -1,0 +1,233 @@
+package xds
+
+import (
+	"sort"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/endpoint"
+	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
+	"github.com/meshplane/istiod/pilot/pkg/networking/route"
+	"github.com/meshplane/istiod/pkg/config"
+)
+
+// SidecarGenerators produce the CDS, EDS, LDS and RDS of sidecars from a
+// PushContext, the service registries and the endpoint index.
+type SidecarGenerators struct {
+	Endpoints *model.EndpointIndex
+	Discovery model.ServiceDiscovery
+}
+
+// Register installs the sidecar generators as the defaults.
+func (g *SidecarGenerators) Register(s *DiscoveryServer) {
+	s.RegisterGenerator(ClusterType, GeneratorFunc(g.clusters))
+	s.RegisterGenerator(EndpointType, GeneratorFunc(g.endpoints))
+	s.RegisterGenerator(ListenerType, GeneratorFunc(g.listeners))
+	s.RegisterGenerator(RouteType, GeneratorFunc(g.routes))
+}
+
+// toResources wraps messages; a message that fails its own validation is
+// logged and skipped, never sent.
+func toResources[T interface {
+	proto.Message
+	ValidateAll() error
+}](typeURL string, msgs []T, name func(T) string) []*discovery.Resource {
+	out := make([]*discovery.Resource, 0, len(msgs))
+	for _, m := range msgs {
+		if err := m.ValidateAll(); err != nil {
+			adsLog.Errorf("skipping invalid %s %s: %v", ShortType(typeURL), name(m), err)
+			continue
+		}
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		if err != nil {
+			continue
+		}
+		out = append(out, &discovery.Resource{Name: name(m), Resource: &anypb.Any{TypeUrl: typeURL, Value: b}})
+	}
+	return out
+}
+
+func (g *SidecarGenerators) serviceEndpoints(svc *model.Service) []*model.IstioEndpoint {
+	if g.Endpoints == nil {
+		return nil
+	}
+	shards, ok := g.Endpoints.ShardsFor(svc.Hostname, svc.Attributes.Namespace)
+	if !ok {
+		return nil
+	}
+	view := shards.View()
+	keys := make([]string, 0, len(view.Shards))
+	for k := range view.Shards {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []*model.IstioEndpoint
+	for _, k := range keys {
+		out = append(out, view.Shards[k]...)
+	}
+	return out
+}
+
+func destinationRule(push *model.PushContext, proxy *model.Proxy, svc *model.Service) *config.Config {
+	for _, c := range push.DestinationRuleForService(proxy.ConfigNamespace, svc) {
+		if r := c.Rule(); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+func (g *SidecarGenerators) proxyTargets(proxy *model.Proxy) map[int][]*model.Service {
+	out := map[int][]*model.Service{}
+	if g.Discovery == nil {
+		return out
+	}
+	q := &model.ProxyQuery{IPAddresses: proxy.IPAddresses, Labels: proxy.Labels, Namespace: proxy.ConfigNamespace}
+	for _, t := range g.Discovery.GetProxyServiceTargets(q) {
+		port := int(t.Port.TargetPort)
+		if port == 0 {
+			port = t.Port.Port.Port
+		}
+		out[port] = append(out[port], t.Service)
+	}
+	return out
+}
+
+func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+	push := req.Push
+	m := push.Mesh
+	var out []*clusterCfg
+	for _, svc := range push.ServicesForProxy(proxy) {
+		svc := svc
+		opts := cluster.Options{Mesh: m, DestinationRule: destinationRule(push, proxy, svc),
+			Endpoints: func(p *model.Port) []*model.IstioEndpoint { return portEndpoints(g.serviceEndpoints(svc), p) }}
+		out = append(out, cluster.BuildOutbound(svc, opts)...)
+	}
+	out = append(out, cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m))
+	targets := g.proxyTargets(proxy)
+	ports := make([]int, 0, len(targets))
+	for p := range targets {
+		ports = append(ports, p)
+	}
+	sort.Ints(ports)
+	for _, p := range ports {
+		out = append(out, cluster.BuildInbound(p, targets[p], m))
+	}
+	return toResources(ClusterType, out, func(c *clusterCfg) string { return c.Name }), nil
+}
+
+func portEndpoints(eps []*model.IstioEndpoint, p *model.Port) []*model.IstioEndpoint {
+	var out []*model.IstioEndpoint
+	for _, ep := range eps {
+		if ep.ServicePortName == p.Name {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+	push := req.Push
+	names := w.Names()
+	sort.Strings(names)
+	var out []*loadAssignment
+	for _, name := range names {
+		dir, subset, host, port, ok := cluster.ParseSubsetKey(name)
+		if !ok || dir != cluster.Outbound {
+			continue
+		}
+		svc := push.ServiceForHostname(proxy, host)
+		if svc == nil {
+			out = append(out, endpoint.Build(name, nil, endpoint.Options{}))
+			continue
+		}
+		p, ok := svc.Ports.GetByPort(port)
+		if !ok {
+			continue
+		}
+		opts := endpoint.Options{PortName: p.Name, Network: proxyNetwork(proxy)}
+		if subset != "" {
+			opts.SubsetLabels = subsetLabels(destinationRule(push, proxy, svc), subset)
+			if opts.SubsetLabels == nil {
+				out = append(out, endpoint.Build(name, nil, endpoint.Options{}))
+				continue
+			}
+		}
+		out = append(out, endpoint.Build(name, g.serviceEndpoints(svc), opts))
+	}
+	return toResources(EndpointType, out, func(l *loadAssignment) string { return l.ClusterName }), nil
+}
+
+func proxyNetwork(p *model.Proxy) string {
+	if p.Metadata == nil {
+		return ""
+	}
+	return p.Metadata.Network
+}
+
+func subsetLabels(dr *config.Config, subset string) map[string]string {
+	if dr == nil {
+		return nil
+	}
+	spec, _ := dr.Spec.(*networking.DestinationRule)
+	for _, s := range spec.GetSubsets() {
+		if s.Name == subset {
+			if s.Labels == nil {
+				return map[string]string{}
+			}
+			return s.Labels
+		}
+	}
+	return nil
+}
+
+func allowAny(m *meshconfig.MeshConfig) bool {
+	return m.GetOutboundTrafficPolicy().GetMode() != meshconfig.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY
+}
+
+func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+	push := req.Push
+	ls := listener.BuildSidecarListeners(push.ServicesForProxy(proxy), listener.Options{AllowAny: allowAny(push.Mesh), Inbound: g.proxyTargets(proxy)})
+	return toResources(ListenerType, ls, func(l *listenerCfg) string { return l.Name }), nil
+}
+
+func (g *SidecarGenerators) routes(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+	push := req.Push
+	vsByHost := map[string]*config.Config{}
+	vss := push.VirtualServicesForGateway(proxy.ConfigNamespace, "mesh")
+	for i := range vss {
+		spec, _ := vss[i].Spec.(*networking.VirtualService)
+		for _, h := range spec.GetHosts() {
+			if _, taken := vsByHost[h]; !taken {
+				vsByHost[h] = &vss[i]
+			}
+		}
+	}
+	byPort := map[int][]route.ServiceRoutes{}
+	for _, svc := range push.ServicesForProxy(proxy) {
+		for _, p := range svc.Ports {
+			if p.Protocol.IsHTTP() {
+				byPort[p.Port] = append(byPort[p.Port], route.ServiceRoutes{Service: svc, VirtualService: vsByHost[svc.Hostname]})
+			}
+		}
+	}
+	opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push.Mesh),
+		ProxyLabels: proxy.Labels, Gateway: "mesh"}
+	names := w.Names()
+	sort.Strings(names)
+	var out []*routeCfg
+	for _, n := range names {
+		port, err := atoi(n)
+		if err != nil {
+			continue
+		}
+		out = append(out, route.BuildRouteConfiguration(port, byPort[port], opts))
+	}
+	return toResources(RouteType, out, func(r *routeCfg) string { return r.Name }), nil
+}

@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+)
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dst, e.Name()), string(b))
+	}
+}
+
+// A sidecar connected over delta ADS gets its config from the daemon run on
+// the bundled example, and a VirtualService edit reaches it as new routes.
+func TestSidecarGetsConfigAndUpdates(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, "../../manifests/examples/bookinfo", dir)
+	d := start(t, "--configDir", dir, "--meshConfig", "../../manifests/examples/mesh.yaml")
+	d.waitReady(t)
+	var c *adsc.Client
+	eventually(t, "ADS stream accepted", func() (bool, string) {
+		cl, err := adsc.Dial(context.Background(), d.grpc, adsc.Config{Delta: true,
+			NodeID:   "sidecar~10.244.0.10~productpage-v1.bookinfo~bookinfo.svc.cluster.local",
+			Metadata: map[string]any{"NAMESPACE": "bookinfo", "LABELS": map[string]any{"app": "productpage"}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		if err := cl.Watch(xds.ClusterType); err != nil {
+			cl.Close()
+			return false, err.Error()
+		}
+		if _, err := cl.Next(5 * time.Second); err != nil {
+			cl.Close()
+			return false, err.Error()
+		}
+		c = cl
+		return true, ""
+	})
+	defer c.Close()
+	if got := c.State(xds.ClusterType); !contains(got, "outbound|9080|v3|reviews.bookinfo.svc.cluster.local") {
+		t.Fatalf("clusters %v", got)
+	}
+	if err := c.Watch(xds.RouteType, "9080"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Next(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	weights := func() string {
+		rc, _ := c.Resource(xds.RouteType, "9080").(*routev3.RouteConfiguration)
+		for _, vh := range rc.GetVirtualHosts() {
+			if strings.HasPrefix(vh.Name, "reviews.") && len(vh.Routes) > 1 {
+				var ws []string
+				for _, wc := range vh.Routes[1].GetRoute().GetWeightedClusters().GetClusters() {
+					ws = append(ws, wc.Name+"="+wc.Weight.String())
+				}
+				return strings.Join(ws, ",")
+			}
+		}
+		return ""
+	}
+	if w := weights(); !strings.Contains(w, "v1|reviews.bookinfo.svc.cluster.local=value:75") {
+		t.Fatalf("initial weights %q", w)
+	}
+	routing := filepath.Join(dir, "routing.yaml")
+	b, _ := os.ReadFile(routing)
+	writeFile(t, routing, strings.Replace(strings.Replace(string(b), "weight: 75", "weight: 20", 1), "weight: 25", "weight: 80", 1))
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(weights(), "=value:20") {
+		if time.Now().After(deadline) {
+			t.Fatalf("weights after edit %q\n%s", weights(), d.logs())
+		}
+		if _, err := c.Next(time.Second); err != nil && !strings.Contains(err.Error(), "no response") {
+			t.Fatal(err)
+		}
+	}
+	// syncz shows the proxy acknowledged what it was sent
+	eventually(t, "synced", func() (bool, string) {
+		_, body, _ := d.get("/debug/syncz")
+		return strings.Contains(string(body), `"status": "SYNCED"`), string(body)
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
