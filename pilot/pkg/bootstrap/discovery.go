@@ -32,7 +32,9 @@ func (s *Server) initDiscovery() {
 		EndpointIndex:    s.services.index,
 	})
 	d.server = xds.NewDiscoveryServer()
-	(&xds.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate}).Register(d.server)
+	gens := &xds.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate}
+	gens.Register(d.server)
+	gens.RegisterGRPC(d.server)
 	d.engine = xds.NewPushEngine(xds.PushEngineOptions{Debounce: s.args.Debounce, Push: d.server.PushFunc(d.env)})
 	for _, sc := range s.store.Schemas().All() {
 		s.store.RegisterEventHandler(sc.GroupVersionKind(), d.engine.ConfigHandler().Handle)

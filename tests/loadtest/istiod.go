@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// buildIstiod compiles cmd/istiod of the module the tool runs in into dir.
+func buildIstiod(dir string) (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %v", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside the istiod module (run from the repository)")
+	}
+	bin := filepath.Join(dir, "istiod")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/istiod")
+	build.Dir = filepath.Dir(gomod)
+	var stderr bytes.Buffer
+	build.Stdout, build.Stderr = &stderr, &stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/istiod: %v\n%s", err, stderr.String())
+	}
+	return bin, nil
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// daemon is a running istiod process on loopback ports.
+type daemon struct {
+	cmd     *exec.Cmd
+	logPath string
+	http    string
+	grpc    string
+	exited  chan struct{}
+	exitErr error
+	stopped bool
+}
+
+// startIstiod runs the binary on configDir with free loopback ports; its
+// output goes to a log file. The process is killed if the tool dies.
+func startIstiod(bin, configDir, meshFile, logPath string) (*daemon, error) {
+	var addrs [3]string
+	for i := range addrs {
+		a, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = a
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{http: addrs[0], grpc: addrs[2], logPath: logPath, exited: make(chan struct{})}
+	d.cmd = exec.Command(bin, "discovery", "--configDir", configDir, "--meshConfig", meshFile,
+		"--httpAddr", addrs[0], "--monitoringAddr", addrs[1], "--grpcAddr", addrs[2], "--fileResync", "1h")
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	go func() {
+		d.exitErr = d.cmd.Wait()
+		logf.Close()
+		close(d.exited)
+	}()
+	return d, nil
+}
+
+func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+// waitReady polls /ready; the deadline only guards against a hang.
+func (d *daemon) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		select {
+		case <-d.exited:
+			return fmt.Errorf("istiod exited: %v\n%s", d.exitErr, d.logTail(4096))
+		default:
+		}
+		resp, err := client.Get("http://" + d.http + "/ready")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("istiod not ready within %v\n%s", timeout, d.logTail(4096))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive reports an early exit as an error.
+func (d *daemon) alive() error {
+	select {
+	case <-d.exited:
+		return fmt.Errorf("istiod exited: %v\n%s", d.exitErr, d.logTail(4096))
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM and waits for the graceful drain, then kills.
+func (d *daemon) stop() {
+	if d.stopped {
+		return
+	}
+	d.stopped = true
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(20 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+	}
+}
+
+// logTail returns the last n bytes of the daemon's log.
+func (d *daemon) logTail(n int64) string {
+	f, err := os.Open(d.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		_, _ = f.Seek(st.Size()-n, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times; it is 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// cpuSeconds reads utime+stime of a process.
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	// the command name may hold spaces: fields start after the last ')'
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	return float64(ut+st) / clockTicks, nil
+}
+
+// memory reads VmRSS and VmHWM (peak RSS) of a process, in bytes.
+func memory(pid string) (rss, peak int64) {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb * 1024
+		case "VmHWM:":
+			peak = kb * 1024
+		}
+	}
+	return rss, peak
+}
