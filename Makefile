@@ -5,7 +5,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 
-.PHONY: build test testbin gen gen-check crds lint bench run fuzz clean
+.PHONY: build test testbin gen gen-check crds lint bench run fuzz golden clean
 
 build:
 	$(GO) build -o $(OUT)/istiod ./cmd/istiod
@@ -40,6 +40,10 @@ bench:
 
 run: build
 	$(OUT)/istiod discovery --configDir manifests/examples/bookinfo --meshConfig manifests/examples/mesh.yaml
+
+# Regenerate the generators' golden files (pilot/pkg/xds/testdata).
+golden:
+	$(GO) test ./pilot/pkg/xds -run TestGoldens -update
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pilot/pkg/config/kube/crd

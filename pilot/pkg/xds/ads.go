@@ -241,7 +241,16 @@ func (s *DiscoveryServer) pushAll(con *Connection, stream sotwSender, req *model
 			return err
 		}
 	}
+	recordConvergence(req)
 	return nil
+}
+
+// recordConvergence observes the time from the first change merged into req
+// to the end of its push to one proxy.
+func recordConvergence(req *model.PushRequest) {
+	if !req.Start.IsZero() {
+		RecordProxyConvergence(time.Since(req.Start))
+	}
 }
 
 // pushType generates one type for the connection and sends it.
@@ -255,6 +264,7 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 	}
 	wc := *w
 	con.mu.Unlock()
+	start := time.Now()
 	gen := s.gens.find(con.proxy, t)
 	if gen == nil {
 		adsLog.Debugf("%s: no generator for %s", con.ID, t)
@@ -281,7 +291,7 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 		w.VersionSent = resp.VersionInfo
 	}
 	con.mu.Unlock()
-	recordSend(t, size)
+	recordSend(t, size, start)
 	return nil
 }
 

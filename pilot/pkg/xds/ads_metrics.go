@@ -1,6 +1,8 @@
 package xds
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meshplane/istiod/pkg/monitoring"
@@ -38,8 +40,11 @@ func init() {
 	monitoring.MustRegister(xdsClients, totalXDSRejects, expiredNonce, configSize, xdsSends)
 }
 
-func recordSend(typeURL string, size int) {
+// recordSend counts one response: its size, and the push of its type with
+// the time since generation started.
+func recordSend(typeURL string, size int, start time.Time) {
 	t := ShortType(typeURL)
 	configSize.WithLabelValues(t).Observe(float64(size))
 	xdsSends.WithLabelValues(t).Inc()
+	RecordXDSPush(t, time.Since(start))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sort"
+	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
@@ -67,6 +68,7 @@ func (s *DiscoveryServer) DeltaAggregatedResources(stream discovery.AggregatedDi
 					return err
 				}
 			}
+			recordConvergence(req)
 		}
 	}
 }
@@ -174,6 +176,7 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 		sent[k] = v
 	}
 	con.mu.Unlock()
+	start := time.Now()
 	gen := s.gens.find(con.proxy, t)
 	if gen == nil {
 		return nil
@@ -209,7 +212,7 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 		w.Sent = current
 	}
 	con.mu.Unlock()
-	recordSend(t, size)
+	recordSend(t, size, start)
 	return nil
 }
 

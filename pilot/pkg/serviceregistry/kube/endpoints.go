@@ -52,16 +52,24 @@ func (c *Controller) buildSlice(ctx krt.HandlerContext, es *discoveryv1.Endpoint
 		return info
 	}
 	wls := c.fetchSliceWorkloads(ctx, es)
+	var bare *model.IstioEndpoint
 	for _, e := range es.Endpoints {
 		health := endpointHealth(e.Conditions)
 		for _, addr := range e.Addresses {
-			tmpl, ok := c.endpointTemplate(ctx, es.Namespace, addr, e.TargetRef, wls, st)
+			tmpl, ok := wls.template(es.Namespace, addr, e.TargetRef)
 			if !ok {
 				continue
 			}
+			if tmpl == nil {
+				if bare == nil {
+					bare = c.bareTemplate(ctx, es.Namespace, st)
+				}
+				tmpl = bare
+			}
+			addrs := []string{addr} // shared by the endpoints of each port: read-only
 			for _, p := range es.Ports {
 				ep := tmpl.ShallowCopy()
-				ep.Addresses = []string{addr}
+				ep.Addresses = addrs
 				ep.HealthStatus = health
 				ep.SendUnhealthyEndpoints = true
 				if p.Port != nil {
@@ -124,29 +132,33 @@ func podRefKey(ns string, ref *corev1.ObjectReference) string {
 	return ns + "/" + ref.Name
 }
 
-// endpointTemplate returns the metadata of the endpoint at addr: from the
-// pod it runs in when known, else bare (cluster, network, no identity).
+// template returns the metadata of the endpoint at addr: the template of
+// the pod it runs in, or nil when no pod is known for it (a bare endpoint).
 // ok is false when the targetRef names a pod not seen yet.
-func (c *Controller) endpointTemplate(ctx krt.HandlerContext, ns, addr string, ref *corev1.ObjectReference,
-	wls sliceWorkloads, st *settings,
-) (*model.IstioEndpoint, bool) {
+func (w sliceWorkloads) template(ns, addr string, ref *corev1.ObjectReference) (*model.IstioEndpoint, bool) {
 	if ref != nil && ref.Kind == "Pod" {
-		wl := wls.byRef[podRefKey(ns, ref)]
+		wl := w.byRef[podRefKey(ns, ref)]
 		if wl == nil {
 			return nil, false
 		}
 		return wl.Endpoint, true
 	}
-	if wl := wls.byIP[ns+"/"+addr]; wl != nil {
+	if wl := w.byIP[ns+"/"+addr]; wl != nil {
 		return wl.Endpoint, true
 	}
+	return nil, true
+}
+
+// bareTemplate is the metadata of an endpoint without a pod: cluster and
+// network, no identity.
+func (c *Controller) bareTemplate(ctx krt.HandlerContext, ns string, st *settings) *model.IstioEndpoint {
 	network := c.namespaceNetwork(ctx, ns, st)
 	return &model.IstioEndpoint{
 		Labels:   model.AugmentLabels(nil, c.opts.ClusterID, "", "", network),
 		Network:  network,
 		Locality: model.Locality{ClusterID: c.opts.ClusterID},
 		TLSMode:  model.DisabledTLSModeLabel,
-	}, true
+	}
 }
 
 // endpointHealth reads the slice conditions: ready or unset is Healthy,

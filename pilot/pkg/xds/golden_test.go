@@ -1,0 +1,163 @@
+package xds_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	meshconfig "istio.io/api/mesh/v1alpha1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
+	"github.com/meshplane/istiod/pilot/pkg/config/memory"
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/aggregate"
+	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/serviceentry"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pkg/config/mesh"
+	"github.com/meshplane/istiod/pkg/config/schema/collections"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+type goldenCase struct {
+	name   string
+	nodeID string
+	ns     string
+	mesh   func(*meshconfig.MeshConfig)
+	routes []string
+}
+
+var goldenCases = []goldenCase{
+	{name: "bookinfo", nodeID: "sidecar~10.244.0.10~productpage-v1.bookinfo~bookinfo.svc.cluster.local", ns: "bookinfo", routes: []string{"9080"}},
+	{name: "registry-only", nodeID: "sidecar~10.1.0.9~client.app~app.svc.cluster.local", ns: "app",
+		mesh: func(m *meshconfig.MeshConfig) {
+			m.OutboundTrafficPolicy = &meshconfig.MeshConfig_OutboundTrafficPolicy{Mode: meshconfig.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY}
+		}},
+}
+
+// envFromFile loads a case into a store, runs the ServiceEntry registry on it
+// and returns the environment generators read.
+func envFromFile(t *testing.T, path string, meshMod func(*meshconfig.MeshConfig)) (*model.Environment, *model.EndpointIndex, model.ServiceDiscovery) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memory.New(collections.Pilot)
+	for _, d := range crd.Parse(b, crd.Options{Domain: "cluster.local", Validate: true}) {
+		if d.Err != nil {
+			t.Fatalf("%s: %s: %v", path, d.Where(), d.Err)
+		}
+		if d.Config != nil {
+			if _, err := store.Create(*d.Config); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	idx := model.NewEndpointIndex()
+	se := serviceentry.NewController(store, serviceentry.Options{XDSUpdater: model.NewEndpointIndexUpdater(idx, model.NewRecordingXDSUpdater(100)), Stop: stop})
+	agg := aggregate.New(se)
+	deadline := time.Now().Add(10 * time.Second)
+	for !agg.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("registry not synced")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	m := mesh.DefaultMeshConfig()
+	if meshMod != nil {
+		meshMod(m)
+	}
+	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: agg, EndpointIndex: idx,
+		Mesh: func() *meshconfig.MeshConfig { return m }})
+	return env, idx, agg
+}
+
+// render turns held resources into stable JSON: an array sorted by name.
+func render(t *testing.T, c *adsc.Client, typeURL string) []byte {
+	t.Helper()
+	var out []json.RawMessage
+	names := c.State(typeURL)
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := protojson.MarshalOptions{}.Marshal(c.Resource(typeURL, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		_ = json.Compact(&buf, b)
+		out = append(out, buf.Bytes())
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	return append(b, '\n')
+}
+
+func TestGoldens(t *testing.T) {
+	want := map[string]bool{}
+	for _, gc := range goldenCases {
+		t.Run(gc.name, func(t *testing.T) {
+			env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
+			s := newServer(t, false)
+			gens := &xds.SidecarGenerators{Endpoints: idx, Discovery: disc}
+			gens.Register(s.ds)
+			s.ds.InitPushContext(env)
+			c := dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: map[string]any{"NAMESPACE": gc.ns}})
+			watch := func(typeURL string, names ...string) {
+				if err := c.Watch(typeURL, names...); err != nil {
+					t.Fatal(err)
+				}
+				next(t, c)
+			}
+			watch(xds.ClusterType)
+			var eds []string
+			for _, n := range c.State(xds.ClusterType) {
+				if strings.HasPrefix(n, "outbound|") {
+					eds = append(eds, n)
+				}
+			}
+			watch(xds.EndpointType, eds...)
+			watch(xds.ListenerType)
+			if len(gc.routes) > 0 {
+				watch(xds.RouteType, gc.routes...)
+			}
+			for _, typ := range []string{xds.ClusterType, xds.EndpointType, xds.ListenerType, xds.RouteType} {
+				if typ == xds.RouteType && len(gc.routes) == 0 {
+					continue
+				}
+				file := filepath.Join("testdata", gc.name+"."+xds.ShortType(typ)+".golden.json")
+				want[file] = true
+				got := render(t, c, typ)
+				if *update {
+					if err := os.WriteFile(file, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				exp, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatalf("%v (run go test ./pilot/pkg/xds -run TestGoldens -update)", err)
+				}
+				if !bytes.Equal(exp, got) {
+					t.Errorf("%s differs from the generated config; rerun with -update if the change is intended\n got: %.2000s", file, got)
+				}
+			}
+		})
+	}
+	// orphaned goldens fail
+	files, _ := filepath.Glob("testdata/*.golden.json")
+	for _, f := range files {
+		if !want[f] {
+			t.Errorf("orphaned golden file %s", f)
+		}
+	}
+}
