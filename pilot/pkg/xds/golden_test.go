@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	meshconfig "istio.io/api/mesh/v1alpha1"
 	"google.golang.org/protobuf/encoding/protojson"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
 	"github.com/meshplane/istiod/pilot/pkg/config/memory"
