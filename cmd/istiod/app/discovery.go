@@ -93,6 +93,13 @@ func debounceFromEnv(a *bootstrap.PilotArgs) error {
 			*d.dst = dur
 		}
 	}
+	if v := os.Getenv("PILOT_PUSH_THROTTLE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("PILOT_PUSH_THROTTLE=%q: want a non-negative integer", v)
+		}
+		a.PushThrottle = n
+	}
 	if v := os.Getenv("PILOT_ENABLE_EDS_DEBOUNCE"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -54,6 +54,8 @@ type PilotArgs struct {
 	// Debounce tunes the push debouncer (PILOT_DEBOUNCE_AFTER,
 	// PILOT_DEBOUNCE_MAX, PILOT_ENABLE_EDS_DEBOUNCE).
 	Debounce xds.DebounceOptions
+	// PushThrottle bounds concurrent pushes (PILOT_PUSH_THROTTLE, 0: automatic).
+	PushThrottle int
 }
 
 // KeepaliveOptions of the gRPC server.

@@ -32,6 +32,7 @@ func (s *Server) initDiscovery() {
 		EndpointIndex:    s.services.index,
 	})
 	d.server = xds.NewDiscoveryServer()
+	d.server.SetPushThrottle(s.args.PushThrottle)
 	gens := &xds.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate}
 	gens.Register(d.server)
 	gens.RegisterGRPC(d.server)

@@ -36,6 +36,9 @@ type DiscoveryServer struct {
 	mu          sync.RWMutex
 	connections map[string]*Connection
 	connCounter atomic.Int64
+
+	// throttle bounds the connections pushing at once (PILOT_PUSH_THROTTLE).
+	throttle *Semaphore
 }
 
 type pushState struct {
@@ -45,7 +48,22 @@ type pushState struct {
 
 // NewDiscoveryServer returns a server with no generators and no snapshot.
 func NewDiscoveryServer() *DiscoveryServer {
-	return &DiscoveryServer{connections: map[string]*Connection{}}
+	return &DiscoveryServer{connections: map[string]*Connection{}, throttle: NewSemaphore(PushThrottle(0))}
+}
+
+// SetPushThrottle bounds the connections pushing at once (0: automatic).
+// Call before serving.
+func (s *DiscoveryServer) SetPushThrottle(n int) { s.throttle = NewSemaphore(PushThrottle(n)) }
+
+// pushTypes lists the watched types a request regenerates for a connection.
+func pushTypes(con *Connection, req *model.PushRequest) []string {
+	var out []string
+	for _, t := range con.watchedTypes() {
+		if model.TypeNeedsPush(con.proxy, req, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // RegisterGenerator registers the default generator of a type.
@@ -233,10 +251,11 @@ type sotwSender interface {
 
 // pushAll pushes every watched type in push order.
 func (s *DiscoveryServer) pushAll(con *Connection, stream sotwSender, req *model.PushRequest) error {
-	for _, t := range con.watchedTypes() {
-		if !req.Full && t != EndpointType {
-			continue // endpoint-only updates regenerate only EDS
-		}
+	if !s.throttle.Acquire(nil) {
+		return nil
+	}
+	defer s.throttle.Release()
+	for _, t := range pushTypes(con, req) {
 		if err := s.pushType(con, stream, t, req); err != nil {
 			return err
 		}

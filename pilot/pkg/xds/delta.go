@@ -59,18 +59,26 @@ func (s *DiscoveryServer) DeltaAggregatedResources(stream discovery.AggregatedDi
 				return err
 			}
 		case sig := <-con.pushChan():
-			req := con.takePending(sig)
-			for _, t := range con.watchedTypes() {
-				if !req.Full && t != EndpointType {
-					continue
-				}
-				if err := s.pushDelta(con, stream, t, req, false); err != nil {
-					return err
-				}
+			if err := s.pushAllDelta(con, stream, con.takePending(sig)); err != nil {
+				return err
 			}
-			recordConvergence(req)
 		}
 	}
+}
+
+// pushAllDelta pushes the types a request regenerates, in push order.
+func (s *DiscoveryServer) pushAllDelta(con *Connection, stream deltaSender, req *model.PushRequest) error {
+	if !s.throttle.Acquire(nil) {
+		return nil
+	}
+	defer s.throttle.Release()
+	for _, t := range pushTypes(con, req) {
+		if err := s.pushDelta(con, stream, t, req, false); err != nil {
+			return err
+		}
+	}
+	recordConvergence(req)
+	return nil
 }
 
 type deltaSender interface {

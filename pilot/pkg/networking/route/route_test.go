@@ -105,3 +105,30 @@ func TestDomainsFromAnotherNamespace(t *testing.T) {
 		t.Errorf("domains %v", d)
 	}
 }
+
+func TestCORSAndRewriteAndRedirect(t *testing.T) {
+	vs := &config.Config{Meta: config.Meta{GroupVersionKind: config.GroupVersionKind{Group: "networking.istio.io", Version: "v1", Kind: "VirtualService"}, Name: "a", Namespace: "ns", Domain: "cluster.local"},
+		Spec: &networking.VirtualService{Hosts: []string{"a.ns.svc.cluster.local"}, Http: []*networking.HTTPRoute{
+			{Match: []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Prefix{Prefix: "/old"}}}},
+				Redirect: &networking.HTTPRedirect{Uri: "/new", RedirectCode: 302}},
+			{CorsPolicy: &networking.CorsPolicy{AllowOrigins: []*networking.StringMatch{{MatchType: &networking.StringMatch_Exact{Exact: "https://x.example"}}}, AllowMethods: []string{"GET", "POST"}},
+				Rewrite: &networking.HTTPRewrite{Uri: "/v2"},
+				Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "a.ns.svc.cluster.local"}}}},
+		}}}
+	s := &model.Service{Hostname: "a.ns.svc.cluster.local", Ports: model.PortList{{Name: "http", Port: 80, Protocol: protocol.HTTP}},
+		Attributes: model.ServiceAttributes{Name: "a", Namespace: "ns"}}
+	rc := route.BuildRouteConfiguration(80, []route.ServiceRoutes{{Service: s, VirtualService: vs}}, route.Options{ProxyNamespace: "ns", DomainSuffix: "cluster.local", Gateway: "mesh"})
+	if err := rc.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	routes := rc.VirtualHosts[0].Routes
+	if len(routes) != 2 || routes[0].GetRedirect().GetPathRedirect() != "/new" || routes[1].GetRoute().GetPrefixRewrite() != "/v2" {
+		t.Fatalf("routes %v", routes)
+	}
+	if routes[1].TypedPerFilterConfig["envoy.filters.http.cors"] == nil {
+		t.Error("CORS policy missing")
+	}
+	if rc.VirtualHosts[1].Name != route.BlockAll {
+		t.Errorf("REGISTRY_ONLY catch-all %s", rc.VirtualHosts[1].Name)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	faultcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -47,7 +48,36 @@ func translateRoute(hr *networking.HTTPRoute, m *networking.HTTPMatchRequest, po
 		a, _ := anypb.New(f)
 		r.TypedPerFilterConfig = map[string]*anypb.Any{"envoy.filters.http.fault": a}
 	}
+	if c := cors(hr.CorsPolicy); c != nil {
+		a, _ := anypb.New(c)
+		if r.TypedPerFilterConfig == nil {
+			r.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		r.TypedPerFilterConfig["envoy.filters.http.cors"] = a
+	}
 	return r
+}
+
+// cors translates a CORS policy into the per-route CORS filter config.
+func cors(c *networking.CorsPolicy) *corsv3.CorsPolicy {
+	if c == nil {
+		return nil
+	}
+	out := &corsv3.CorsPolicy{
+		AllowMethods:     strings.Join(c.AllowMethods, ","),
+		AllowHeaders:     strings.Join(c.AllowHeaders, ","),
+		ExposeHeaders:    strings.Join(c.ExposeHeaders, ","),
+		AllowCredentials: c.AllowCredentials,
+	}
+	if c.MaxAge != nil {
+		out.MaxAge = strconv.FormatInt(int64(c.MaxAge.AsDuration().Seconds()), 10)
+	}
+	for _, o := range c.AllowOrigins {
+		if sm := stringMatcher(o); sm != nil {
+			out.AllowOriginStringMatch = append(out.AllowOriginStringMatch, sm)
+		}
+	}
+	return out
 }
 
 func translateMatch(m *networking.HTTPMatchRequest) *routev3.RouteMatch {
