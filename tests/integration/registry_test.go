@@ -102,13 +102,13 @@ func runningPod(t *testing.T, env *kube.Env, ns, name, ip, sa string, labels map
 		Spec: corev1.PodSpec{ServiceAccountName: sa, Containers: []corev1.Container{{Name: "app", Image: "example/app",
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}},
 	}
-	created, err := env.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	created, err := env.Kube.CoreV1().Pods(ns).Create(registryCtx, p, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	if _, err := env.Kube.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().Pods(ns).UpdateStatus(registryCtx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -117,11 +117,11 @@ func endpointSlice(ns, name, svc string, pods map[string]string) *discoveryv1.En
 	es := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptrTo("http"), Port: ptrTo(int32(8080)), Protocol: ptrTo(corev1.ProtocolTCP)}},
 	}
-	for _, ip := range sortedKeys(pods) {
+	for _, ip := range sortedIPs(pods) {
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(true)},
 			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pods[ip]}})
 	}
 	return es
@@ -139,12 +139,12 @@ func TestRegistryKubernetesService(t *testing.T) {
 	runningPod(t, env, ns, "reviews-2", "10.200.0.2", "reviews", map[string]string{"app": "reviews"})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: ns},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "reviews"},
-			Ports: []corev1.ServicePort{{Name: "http", Port: 9080, TargetPort: intOrString("http")}}}}
-	if _, err := env.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			Ports: []corev1.ServicePort{{Name: "http", Port: 9080, TargetPort: intstr.FromString("http")}}}}
+	if _, err := env.Kube.CoreV1().Services(ns).Create(registryCtx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	slices := env.Kube.DiscoveryV1().EndpointSlices(ns)
-	if _, err := slices.Create(ctx, endpointSlice(ns, "reviews-abc", "reviews", map[string]string{"10.200.0.1": "reviews-1"}),
+	if _, err := slices.Create(registryCtx, endpointSlice(ns, "reviews-abc", "reviews", map[string]string{"10.200.0.1": "reviews-1"}),
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,13 +162,13 @@ func TestRegistryKubernetesService(t *testing.T) {
 	// scale up: an incremental (EDS-only) push of this service
 	rec := d.srv.XDSUpdates()
 	seq := rec.Seq()
-	cur, err := slices.Get(ctx, "reviews-abc", metav1.GetOptions{})
+	cur, err := slices.Get(registryCtx, "reviews-abc", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	next := endpointSlice(ns, "reviews-abc", "reviews", map[string]string{"10.200.0.1": "reviews-1", "10.200.0.2": "reviews-2"})
 	next.ResourceVersion = cur.ResourceVersion
-	if _, err := slices.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+	if _, err := slices.Update(registryCtx, next, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	key := model.ServiceConfigKey(host, ns)
@@ -185,7 +185,7 @@ func TestRegistryKubernetesService(t *testing.T) {
 	})
 
 	// delete: gone from both endpoints (the slice stays: no garbage collector)
-	if err := env.Kube.CoreV1().Services(ns).Delete(ctx, "reviews", metav1.DeleteOptions{}); err != nil {
+	if err := env.Kube.CoreV1().Services(ns).Delete(registryCtx, "reviews", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "service removed", func() (bool, string) {
@@ -203,7 +203,7 @@ func TestRegistryServiceEntrySelectsPodAndWorkloadEntry(t *testing.T) {
 	runningPod(t, env, ns, "vm-pod", "10.201.0.1", "vm", map[string]string{"app": "vm"})
 	we := &clientnetworking.WorkloadEntry{ObjectMeta: metav1.ObjectMeta{Name: "vm-1", Namespace: ns},
 		Spec: networking.WorkloadEntry{Address: "192.168.50.1", Labels: map[string]string{"app": "vm"}, ServiceAccount: "vm"}}
-	if _, err := env.Istio.NetworkingV1().WorkloadEntries(ns).Create(ctx, we, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Istio.NetworkingV1().WorkloadEntries(ns).Create(registryCtx, we, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	se := &clientnetworking.ServiceEntry{ObjectMeta: metav1.ObjectMeta{Name: "vm", Namespace: ns},
@@ -211,7 +211,7 @@ func TestRegistryServiceEntrySelectsPodAndWorkloadEntry(t *testing.T) {
 			Ports:            []*networking.ServicePort{{Number: 80, Name: "http", Protocol: "HTTP"}},
 			WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "vm"}},
 			Resolution:       networking.ServiceEntry_STATIC, Location: networking.ServiceEntry_MESH_INTERNAL}}
-	if _, err := env.Istio.NetworkingV1().ServiceEntries(ns).Create(ctx, se, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Istio.NetworkingV1().ServiceEntries(ns).Create(registryCtx, se, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "service entry on registryz", func() (bool, string) {
@@ -234,19 +234,19 @@ func TestRegistryBadInputIsReported(t *testing.T) {
 	host := "ratings." + ns + ".svc.cluster.local"
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ratings", Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
-	if _, err := env.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().Services(ns).Create(registryCtx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clash := &clientnetworking.ServiceEntry{ObjectMeta: metav1.ObjectMeta{Name: "clash", Namespace: ns},
 		Spec: networking.ServiceEntry{Hosts: []string{host}, Ports: []*networking.ServicePort{{Number: 9080, Name: "http", Protocol: "HTTP"}},
 			Resolution: networking.ServiceEntry_DNS}}
-	if _, err := env.Istio.NetworkingV1().ServiceEntries(ns).Create(ctx, clash, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Istio.NetworkingV1().ServiceEntries(ns).Create(registryCtx, clash, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	bad := &clientnetworking.WorkloadEntry{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns},
 		Spec: networking.WorkloadEntry{Address: "not a valid address!"}}
-	_, weErr := env.Istio.NetworkingV1().WorkloadEntries(ns).Create(ctx, bad, metav1.CreateOptions{})
-	if _, err := env.Kube.DiscoveryV1().EndpointSlices(ns).Create(ctx,
+	_, weErr := env.Istio.NetworkingV1().WorkloadEntries(ns).Create(registryCtx, bad, metav1.CreateOptions{})
+	if _, err := env.Kube.DiscoveryV1().EndpointSlices(ns).Create(registryCtx,
 		endpointSlice(ns, "ghost-1", "ghost", map[string]string{"10.202.0.1": "nobody"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -279,13 +279,11 @@ func waitXDS(t *testing.T, rec *model.RecordingXDSUpdater, seq uint64, match fun
 	return e
 }
 
-var ctx = context.Background()
+var registryCtx = context.Background()
 
-func ptr[T any](v T) *T { return &v }
+func ptrTo[T any](v T) *T { return &v }
 
-func intOrString(name string) intstr.IntOrString { return intstr.FromString(name) }
-
-func sortedKeys(m map[string]string) []string {
+func sortedIPs(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -86,5 +86,8 @@ func (s *Server) HasSynced() bool {
 	if s.namespaceSynced != nil && !s.namespaceSynced() {
 		return false
 	}
+	if s.services != nil && !s.services.HasSynced() {
+		return false
+	}
 	return s.store.HasSynced()
 }
