@@ -56,8 +56,14 @@ func TestSidecarGetsConfigAndUpdates(t *testing.T) {
 		return true, ""
 	})
 	defer c.Close()
-	if got := c.State(xds.ClusterType); !contains(got, "outbound|9080|v3|reviews.bookinfo.svc.cluster.local") {
-		t.Fatalf("clusters %v", got)
+	deadline0 := time.Now().Add(20 * time.Second)
+	for !contains(c.State(xds.ClusterType), "outbound|9080|v3|reviews.bookinfo.svc.cluster.local") {
+		if time.Now().After(deadline0) {
+			t.Fatalf("clusters %v", c.State(xds.ClusterType))
+		}
+		if _, err := c.Next(time.Second); err != nil && !strings.Contains(err.Error(), "no response") {
+			t.Fatal(err)
+		}
 	}
 	if err := c.Watch(xds.RouteType, "9080"); err != nil {
 		t.Fatal(err)
@@ -92,6 +98,15 @@ func TestSidecarGetsConfigAndUpdates(t *testing.T) {
 		if _, err := c.Next(time.Second); err != nil && !strings.Contains(err.Error(), "no response") {
 			t.Fatal(err)
 		}
+	}
+	for _, ep := range []string{"/debug/pushz", "/debug/pushcontext", "/debug/push_status", "/debug/adsz"} {
+		if code, body, _ := d.get(ep); code != 200 || len(body) < 2 {
+			t.Errorf("%s: %d %s", ep, code, body)
+		}
+	}
+	_, pushz, _ := d.get("/debug/pushz")
+	if !strings.Contains(string(pushz), "VirtualService") {
+		t.Errorf("pushz does not show the VirtualService change: %.500s", pushz)
 	}
 	// syncz shows the proxy acknowledged what it was sent
 	eventually(t, "synced", func() (bool, string) {

@@ -86,6 +86,7 @@ func (s *Server) debugHandlers() map[string]http.HandlerFunc {
 		"connections": d.server.ConnectionsHandler,
 		"pushz":       d.engine.PushzHandler(),
 		"push_status": d.server.PushStatusHandler,
+		"pushcontext": d.server.PushContextHandler,
 		"config_dump": d.server.ConfigDumpHandler,
 		"edsz":        d.server.EdszHandler,
 	}

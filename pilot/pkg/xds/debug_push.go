@@ -19,3 +19,17 @@ func (s *DiscoveryServer) PushStatusHandler(w http.ResponseWriter, r *http.Reque
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
 }
+
+// PushContextHandler serves /debug/pushcontext: what the current snapshot
+// holds and which indexes its last build rebuilt or reused.
+func (s *DiscoveryServer) PushContextHandler(w http.ResponseWriter, r *http.Request) {
+	ps := s.push.Load()
+	if ps == nil || ps.ctx == nil {
+		http.Error(w, "no push context yet", http.StatusServiceUnavailable)
+		return
+	}
+	writeJSON(w, r, struct {
+		Version string `json:"version"`
+		any
+	}{ps.version, ps.ctx.Summary()})
+}

@@ -119,7 +119,9 @@ func New(opts Options) (*Source, error) {
 		current: map[config.GroupVersionKind]map[string]entry{},
 	}
 	for _, sc := range opts.Schemas.All() {
-		kopts := []krt.CollectionOption{krt.WithName("file/" + sc.Kind()), krt.WithStop(s.stop)}
+		// unsynced until the first read of the directory, so that nothing
+		// downstream mistakes the empty start for the directory's content
+		kopts := []krt.CollectionOption{krt.WithName("file/" + sc.Kind()), krt.WithStop(s.stop), krt.Unsynced()}
 		if opts.Krt != nil {
 			kopts = append(kopts, krt.WithDebugging(opts.Krt))
 		}
@@ -203,6 +205,12 @@ func (s *Source) Reload() {
 		}
 	}
 	s.apply(paths)
+	if !s.synced.Load() {
+		for _, k := range s.kinds {
+			k.collection.MarkSynced()
+		}
+		s.synced.Store(true)
+	}
 }
 
 // readResult is the new state of a changed file.

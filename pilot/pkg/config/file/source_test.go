@@ -270,3 +270,18 @@ func TestReadOnly(t *testing.T) {
 		t.Error("missing directory accepted")
 	}
 }
+
+// Downstream collections must not take the empty start for the directory's
+// content: the kinds are unsynced until the first read.
+func TestUnsyncedUntilFirstRead(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", drA)
+	s, _ := newSource(t, dir, nil)
+	if s.HasSynced() || s.Collection(gvk.DestinationRule).HasSynced() {
+		t.Fatal("synced before reading the directory")
+	}
+	s.Reload()
+	if !s.HasSynced() || !s.Collection(gvk.DestinationRule).HasSynced() {
+		t.Fatal("not synced after the first read")
+	}
+}

@@ -22,7 +22,6 @@ func (s *Source) Run(stop <-chan struct{}) {
 		s.watchTree(w)
 	}
 	s.Reload()
-	s.synced.Store(true)
 	scope.Infof("loaded %s (version %d)", s.opts.Dir, s.Version())
 
 	var events <-chan fsnotify.Event
