@@ -1,0 +1,549 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+	"unique"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	// the router filter and TLS transport sockets inside listeners and clusters
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+
+	"github.com/meshplane/istiod/pilot/pkg/xds"
+)
+
+var hcmTypeURL = "type.googleapis.com/" + string(proto.MessageName(&hcm.HttpConnectionManager{}))
+
+// The simulated sidecar is a streaming checker: it applies the wire rules of
+// pilot/pkg/xds/adsc to every delta response (type URL, system version,
+// unique nonce, named and versioned resources of the response's type,
+// nothing both sent and removed, resource names matching their content) but
+// keeps only resource names, not decoded resources, so that a thousand of
+// them fit in a modest amount of memory; names are interned, all sidecars
+// share one copy of each. Validating sidecars decode every resource and run
+// ValidateAll on it; the others decode what they act on (listeners, routes)
+// and only walk the wire structure of clusters and endpoints, which keeps
+// the tool's CPU for istiod on a small machine.
+
+// wireError is a response that broke a protocol rule.
+type wireError struct{ msg string }
+
+func (e *wireError) Error() string { return "wire rule: " + e.msg }
+
+func wireErrorf(format string, args ...any) error {
+	return &wireError{fmt.Sprintf(format, args...)}
+}
+
+type eventKind int
+
+const (
+	evFull    eventKind = iota // every subscribed resource arrived
+	evChanged                  // the changed route arrived
+	evFailed                   // the stream failed or broke a rule
+	evPartial                  // all subscribed resources arrived, but not the whole mesh
+)
+
+type proxyEvent struct {
+	id   int
+	kind eventKind
+	at   time.Time
+	err  error
+}
+
+// counters are shared by all sidecars.
+type counters struct {
+	responses atomic.Int64
+	resources [4]atomic.Int64
+	bytes     [4]atomic.Int64
+}
+
+var typeIndex = map[string]int{xds.ClusterType: 0, xds.EndpointType: 1, xds.ListenerType: 2, xds.RouteType: 3}
+
+// Name states in a named (EDS, RDS) watch.
+const (
+	subscribed uint8 = 1 << iota
+	answered         // received, or reported removed (does not exist)
+)
+
+// namedWatch is a non-wildcard subscription.
+type namedWatch map[string]uint8
+
+// complete reports whether every subscribed name was answered.
+func (w namedWatch) complete() bool {
+	for _, s := range w {
+		if s&subscribed != 0 && s&answered == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (w namedWatch) names() []string {
+	out := make([]string, 0, len(w))
+	for n := range w {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (w namedWatch) answer(name string) {
+	if s, ok := w[name]; ok {
+		w[name] = s | answered
+	}
+}
+
+// sync makes the subscription the wanted set and returns the difference.
+func (w namedWatch) sync(want map[string]struct{}) (sub, unsub []string) {
+	for n := range want {
+		if w[n]&subscribed == 0 {
+			w[n] = subscribed
+			sub = append(sub, n)
+		}
+	}
+	for n := range w {
+		if _, ok := want[n]; !ok {
+			delete(w, n)
+			unsub = append(unsub, n)
+		}
+	}
+	return sub, unsub
+}
+
+// proxy is one simulated sidecar on its own connection.
+type proxy struct {
+	id       int
+	nodeID   string
+	meta     map[string]any
+	validate bool
+	// the route that changes: virtual host and weighted cluster
+	targetVHost, targetCluster string
+
+	events chan<- proxyEvent
+	count  *counters
+	// work bounds the sidecars decoding at once, so that the transports'
+	// goroutines (keepalive pings, flow control) are not queued behind a
+	// thousand decoders
+	work chan struct{}
+
+	start time.Time // when its dial began (read by the runner after an event)
+
+	stream    discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
+	requested map[string]bool
+	nonces    map[string]struct{}
+	clusters  map[string]bool     // held clusters: is EDS
+	listeners map[string][]string // held listeners: their RDS names
+	eds, rds  namedWatch
+	gotCDS    bool
+	gotLDS    bool
+	full      bool
+	sawTarget bool
+	partial   bool
+	changed   bool
+}
+
+func intern(s string) string { return unique.Make(s).Value() }
+
+// run connects (holding a dial slot while the connection and stream open),
+// then serves the stream until ctx ends or a rule breaks.
+func (p *proxy) run(ctx context.Context, addr string, dialSlots chan struct{}) {
+	err := p.serve(ctx, addr, dialSlots)
+	if err != nil && ctx.Err() == nil {
+		p.events <- proxyEvent{id: p.id, kind: evFailed, at: time.Now(), err: err}
+	}
+}
+
+func (p *proxy) serve(ctx context.Context, addr string, dialSlots chan struct{}) error {
+	md, err := structpb.NewStruct(p.meta)
+	if err != nil {
+		return err
+	}
+	node := &core.Node{Id: p.nodeID, Metadata: md}
+	for attempt := 0; ; attempt++ {
+		err := p.attempt(ctx, addr, node, dialSlots)
+		// a server that is not serving yet refuses with Unavailable before
+		// the first response; retry that a few times
+		if status.Code(err) == codes.Unavailable && !p.gotCDS && attempt < 20 && ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		return err
+	}
+}
+
+func (p *proxy) attempt(ctx context.Context, addr string, node *core.Node, dialSlots chan struct{}) error {
+	select {
+	case dialSlots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	// small transport buffers: a sidecar writes only small requests
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithReadBufferSize(16<<10), grpc.WithWriteBufferSize(4<<10),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+	if err != nil {
+		<-dialSlots
+		return err
+	}
+	defer conn.Close()
+	p.stream, err = discovery.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err == nil {
+		p.reset()
+		err = p.request(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: xds.ClusterType})
+	}
+	<-dialSlots
+	if err != nil {
+		return err
+	}
+	for {
+		r, err := p.stream.Recv()
+		if err != nil {
+			return err
+		}
+		p.work <- struct{}{}
+		err = p.handle(r)
+		<-p.work
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (p *proxy) reset() {
+	p.requested = map[string]bool{}
+	p.nonces = map[string]struct{}{}
+	p.clusters = map[string]bool{}
+	p.listeners = map[string][]string{}
+	p.eds, p.rds = namedWatch{}, namedWatch{}
+	p.gotCDS, p.gotLDS = false, false
+}
+
+func (p *proxy) request(r *discovery.DeltaDiscoveryRequest) error {
+	p.requested[r.TypeUrl] = true
+	return p.stream.Send(r)
+}
+
+// handle checks one response, updates the held names, ACKs, and asks for
+// what the new state implies: EDS for EDS clusters, LDS once clusters are
+// warm, RDS for the listeners' route names.
+func (p *proxy) handle(r *discovery.DeltaDiscoveryResponse) error {
+	t := r.TypeUrl
+	switch {
+	case t == "":
+		return wireErrorf("delta response without a type URL")
+	case !p.requested[t]:
+		return wireErrorf("%s response on a stream that never asked for it", t)
+	case r.SystemVersionInfo == "":
+		return wireErrorf("%s delta response without a system version", t)
+	case r.Nonce == "":
+		return wireErrorf("%s response without a nonce", t)
+	}
+	if _, dup := p.nonces[r.Nonce]; dup {
+		return wireErrorf("nonce %q reused on the stream", r.Nonce)
+	}
+	p.nonces[r.Nonce] = struct{}{}
+	ti, known := typeIndex[t]
+	if !known {
+		return wireErrorf("unexpected type %s", t)
+	}
+	p.count.responses.Add(1)
+	p.count.resources[ti].Add(int64(len(r.Resources)))
+	sent := make(map[string]struct{}, len(r.Resources))
+	for _, res := range r.Resources {
+		if res.Name == "" || res.Version == "" {
+			return wireErrorf("%s delta resource without a name or version", t)
+		}
+		if res.Resource.GetTypeUrl() != t {
+			return wireErrorf("resource %q of type %q in a %s response", res.Name, res.Resource.GetTypeUrl(), t)
+		}
+		p.count.bytes[ti].Add(int64(len(res.Resource.GetValue())))
+		if err := p.apply(t, res); err != nil {
+			return err
+		}
+		sent[res.Name] = struct{}{}
+	}
+	for _, n := range r.RemovedResources {
+		if _, both := sent[n]; both {
+			return wireErrorf("%s resource %q both sent and removed", t, n)
+		}
+		p.remove(t, n)
+	}
+	if err := p.stream.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: t, ResponseNonce: r.Nonce}); err != nil {
+		return err
+	}
+	if err := p.follow(t); err != nil {
+		return err
+	}
+	p.progress()
+	return nil
+}
+
+// decode unpacks into m, checks the name and, when validating, ValidateAll.
+func (p *proxy) decode(res *discovery.Resource, m interface {
+	proto.Message
+	ValidateAll() error
+}, name func() string) error {
+	if err := proto.Unmarshal(res.Resource.GetValue(), m); err != nil {
+		return wireErrorf("undecodable %s %q: %v", res.Resource.GetTypeUrl(), res.Name, err)
+	}
+	if n := name(); n != res.Name {
+		return wireErrorf("resource named %q carries %q", res.Name, n)
+	}
+	if p.validate {
+		if err := m.ValidateAll(); err != nil {
+			return wireErrorf("invalid %s %q: %v", res.Resource.GetTypeUrl(), res.Name, err)
+		}
+	}
+	return nil
+}
+
+func (p *proxy) apply(t string, res *discovery.Resource) error {
+	name := intern(res.Name)
+	switch t {
+	case xds.ClusterType:
+		if !p.validate {
+			typ, err := scan(res, clusterName, clusterType)
+			if err != nil {
+				return err
+			}
+			p.clusters[name] = typ == uint64(clusterv3.Cluster_EDS)
+			return nil
+		}
+		c := &clusterv3.Cluster{}
+		if err := p.decode(res, c, c.GetName); err != nil {
+			return err
+		}
+		p.clusters[name] = c.GetType() == clusterv3.Cluster_EDS
+	case xds.EndpointType:
+		if !p.validate {
+			if _, err := scan(res, claName, 0); err != nil {
+				return err
+			}
+		} else {
+			cla := &endpointv3.ClusterLoadAssignment{}
+			if err := p.decode(res, cla, cla.GetClusterName); err != nil {
+				return err
+			}
+		}
+		p.eds.answer(name)
+	case xds.ListenerType:
+		l := &listenerv3.Listener{}
+		if err := p.decode(res, l, l.GetName); err != nil {
+			return err
+		}
+		routes, err := p.routeNames(l)
+		if err != nil {
+			return err
+		}
+		p.listeners[name] = routes
+	case xds.RouteType:
+		rc := &routev3.RouteConfiguration{}
+		if err := p.decode(res, rc, rc.GetName); err != nil {
+			return err
+		}
+		p.rds.answer(name)
+		p.observe(rc)
+	}
+	return nil
+}
+
+// Field numbers the scan reads.
+var (
+	clusterName = fieldNumber(&clusterv3.Cluster{}, "name")
+	clusterType = fieldNumber(&clusterv3.Cluster{}, "type")
+	claName     = fieldNumber(&endpointv3.ClusterLoadAssignment{}, "cluster_name")
+)
+
+func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
+	return m.ProtoReflect().Descriptor().Fields().ByName(name).Number()
+}
+
+// scan walks a serialized resource's top-level fields without decoding it:
+// the structure must parse, the name field must be the resource's name; it
+// returns the varint field enumField (0: none).
+func scan(res *discovery.Resource, nameField, enumField protowire.Number) (uint64, error) {
+	b := res.Resource.GetValue()
+	var enum uint64
+	named := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, wireErrorf("undecodable %s %q: %v", res.Resource.GetTypeUrl(), res.Name, protowire.ParseError(n))
+		}
+		b = b[n:]
+		switch {
+		case num == nameField && typ == protowire.BytesType:
+			v, m := protowire.ConsumeBytes(b)
+			if m >= 0 && string(v) != res.Name {
+				return 0, wireErrorf("resource named %q carries %q", res.Name, v)
+			}
+			named, n = true, m
+		case num == enumField && typ == protowire.VarintType:
+			enum, n = protowire.ConsumeVarint(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return 0, wireErrorf("undecodable %s %q: %v", res.Resource.GetTypeUrl(), res.Name, protowire.ParseError(n))
+		}
+		b = b[n:]
+	}
+	if !named {
+		return 0, wireErrorf("resource named %q carries no name", res.Name)
+	}
+	return enum, nil
+}
+
+func (p *proxy) remove(t, name string) {
+	switch t {
+	case xds.ClusterType:
+		delete(p.clusters, name)
+	case xds.EndpointType:
+		p.eds.answer(name)
+	case xds.ListenerType:
+		delete(p.listeners, name)
+	case xds.RouteType:
+		p.rds.answer(name)
+	}
+}
+
+// routeNames are the RDS names of a listener's HTTP connection managers.
+func (p *proxy) routeNames(l *listenerv3.Listener) ([]string, error) {
+	var out []string
+	chains := l.GetFilterChains()
+	if dc := l.GetDefaultFilterChain(); dc != nil {
+		chains = append(chains[:len(chains):len(chains)], dc)
+	}
+	for _, fc := range chains {
+		for _, f := range fc.GetFilters() {
+			if f.GetTypedConfig().GetTypeUrl() != hcmTypeURL {
+				continue
+			}
+			h := &hcm.HttpConnectionManager{}
+			if err := proto.Unmarshal(f.GetTypedConfig().GetValue(), h); err != nil {
+				return nil, wireErrorf("listener %q: undecodable HTTP connection manager: %v", l.GetName(), err)
+			}
+			if p.validate {
+				if err := h.ValidateAll(); err != nil {
+					return nil, wireErrorf("listener %q: invalid HTTP connection manager: %v", l.GetName(), err)
+				}
+			}
+			if n := h.GetRds().GetRouteConfigName(); n != "" {
+				out = append(out, intern(n))
+			}
+		}
+	}
+	return out, nil
+}
+
+// observe looks for the target's weighted route: the initial weight marks
+// that the sidecar sees it, the changed weight that the change arrived.
+func (p *proxy) observe(rc *routev3.RouteConfiguration) {
+	for _, vh := range rc.GetVirtualHosts() {
+		if vh.GetName() != p.targetVHost {
+			continue
+		}
+		for _, r := range vh.GetRoutes() {
+			for _, wc := range r.GetRoute().GetWeightedClusters().GetClusters() {
+				if wc.GetName() != p.targetCluster {
+					continue
+				}
+				switch wc.GetWeight().GetValue() {
+				case initialV2:
+					p.sawTarget = true
+				case changedV2:
+					p.sawTarget = true
+					if !p.changed && p.full {
+						p.changed = true
+						p.events <- proxyEvent{id: p.id, kind: evChanged, at: time.Now()}
+					}
+				}
+			}
+		}
+	}
+}
+
+// follow sends the subscriptions a response implies, in Envoy's order.
+func (p *proxy) follow(t string) error {
+	switch t {
+	case xds.ClusterType:
+		p.gotCDS = true
+		want := map[string]struct{}{}
+		for n, isEDS := range p.clusters {
+			if isEDS {
+				want[n] = struct{}{}
+			}
+		}
+		sub, unsub := p.eds.sync(want)
+		if len(sub) > 0 || len(unsub) > 0 {
+			if err := p.request(&discovery.DeltaDiscoveryRequest{TypeUrl: xds.EndpointType,
+				ResourceNamesSubscribe: sub, ResourceNamesUnsubscribe: unsub}); err != nil {
+				return err
+			}
+		}
+	case xds.ListenerType:
+		p.gotLDS = true
+		want := map[string]struct{}{}
+		for _, routes := range p.listeners {
+			for _, n := range routes {
+				want[n] = struct{}{}
+			}
+		}
+		sub, unsub := p.rds.sync(want)
+		if len(sub) > 0 || len(unsub) > 0 {
+			if err := p.request(&discovery.DeltaDiscoveryRequest{TypeUrl: xds.RouteType,
+				ResourceNamesSubscribe: sub, ResourceNamesUnsubscribe: unsub}); err != nil {
+				return err
+			}
+		}
+	}
+	// listeners once the clusters are warm (their endpoints arrived)
+	if p.gotCDS && !p.requested[xds.ListenerType] && p.eds.complete() {
+		return p.request(&discovery.DeltaDiscoveryRequest{TypeUrl: xds.ListenerType})
+	}
+	return nil
+}
+
+// progress reports full config the first time everything subscribed is
+// held and the target's route is among it. A sidecar that held everything
+// it subscribed to without the target route was served an incomplete mesh
+// (reported once, as evPartial); it keeps waiting for the rest.
+func (p *proxy) progress() {
+	if p.full || !p.gotCDS || !p.gotLDS || !p.eds.complete() || !p.rds.complete() {
+		return
+	}
+	if !p.sawTarget {
+		if !p.partial {
+			p.partial = true
+			p.events <- proxyEvent{id: p.id, kind: evPartial, at: time.Now(),
+				err: fmt.Errorf("first complete config had %d clusters, %d listeners and routes %v, without the route of %s",
+					len(p.clusters), len(p.listeners), p.rds.names(), p.targetVHost)}
+		}
+		return
+	}
+	p.full = true
+	p.events <- proxyEvent{id: p.id, kind: evFull, at: time.Now()}
+}
