@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -151,52 +149,11 @@ func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, d
 
 // StreamAggregatedResources serves one state-of-the-world ADS stream.
 func (s *DiscoveryServer) StreamAggregatedResources(stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	reqs := make(chan *discovery.DiscoveryRequest, 1)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			req, err := stream.Recv()
-			if err != nil {
-				errc <- err
-				return
-			}
-			reqs <- req
-		}
-	}()
-	var con *Connection
-	defer func() {
-		if con != nil {
-			s.removeConnection(con)
-		}
-	}()
-	for {
-		select {
-		case <-stream.Context().Done():
-			return nil
-		case err := <-errc:
-			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
-				return nil
-			}
-			return err
-		case req := <-reqs:
-			if con == nil {
-				c, err := s.initConnection(stream.Context(), req.Node, false)
-				if err != nil {
-					return err
-				}
-				con = c
-				s.addConnection(con)
-				adsLog.Infof("new connection %s (%s) from %s", con.ID, con.proxy.Metadata.IstioVersion, con.peerAddr)
-			}
-			if err := s.processRequest(con, stream, req); err != nil {
-				return err
-			}
-		case sig := <-con.pushChan():
-			if err := s.pushAll(con, stream, con.takePending(sig)); err != nil {
-				return err
-			}
-		}
-	}
+	return serveStream(s, stream.Context(), stream.Recv, false,
+		func(con *Connection, req *discovery.DiscoveryRequest) error {
+			return s.processRequest(con, stream, req)
+		},
+		func(con *Connection, req *model.PushRequest) error { return s.pushAll(con, stream, req) })
 }
 
 // processRequest applies the wire rules to one request: NACK, stale nonce,

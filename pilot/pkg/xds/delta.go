@@ -3,14 +3,10 @@ package xds
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"io"
 	"sort"
 	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 )
@@ -18,52 +14,11 @@ import (
 // DeltaAggregatedResources serves one delta ADS stream (the default of
 // Istio 1.31 sidecars).
 func (s *DiscoveryServer) DeltaAggregatedResources(stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	reqs := make(chan *discovery.DeltaDiscoveryRequest, 1)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			req, err := stream.Recv()
-			if err != nil {
-				errc <- err
-				return
-			}
-			reqs <- req
-		}
-	}()
-	var con *Connection
-	defer func() {
-		if con != nil {
-			s.removeConnection(con)
-		}
-	}()
-	for {
-		select {
-		case <-stream.Context().Done():
-			return nil
-		case err := <-errc:
-			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
-				return nil
-			}
-			return err
-		case req := <-reqs:
-			if con == nil {
-				c, err := s.initConnection(stream.Context(), req.Node, true)
-				if err != nil {
-					return err
-				}
-				con = c
-				s.addConnection(con)
-				adsLog.Infof("new delta connection %s from %s", con.ID, con.peerAddr)
-			}
-			if err := s.processDeltaRequest(con, stream, req); err != nil {
-				return err
-			}
-		case sig := <-con.pushChan():
-			if err := s.pushAllDelta(con, stream, con.takePending(sig)); err != nil {
-				return err
-			}
-		}
-	}
+	return serveStream(s, stream.Context(), stream.Recv, true,
+		func(con *Connection, req *discovery.DeltaDiscoveryRequest) error {
+			return s.processDeltaRequest(con, stream, req)
+		},
+		func(con *Connection, req *model.PushRequest) error { return s.pushAllDelta(con, stream, req) })
 }
 
 // pushAllDelta pushes the types a request regenerates, in push order.
