@@ -20,6 +20,8 @@ type Connection struct {
 	mu      sync.Mutex
 	watched map[string]*WatchedResource
 	pending *model.PushRequest
+	// queuedAt is when pending was first set (for pilot_proxy_queue_time).
+	queuedAt time.Time
 
 	// pushCh signals that pending holds a request (capacity 1).
 	pushCh chan *model.PushRequest
@@ -28,9 +30,14 @@ type Connection struct {
 // Proxy returns the connected proxy.
 func (c *Connection) Proxy() *model.Proxy { return c.proxy }
 
-// enqueue merges req into the pending push and wakes the stream's loop.
+// enqueue merges req into the pending push and wakes the stream's loop. A
+// request arriving while a push is in flight waits, merged, for the next
+// round: a proxy is never pushed twice at once and never misses a change.
 func (c *Connection) enqueue(req *model.PushRequest) {
 	c.mu.Lock()
+	if c.pending == nil {
+		c.queuedAt = time.Now()
+	}
 	c.pending = c.pending.Merge(req)
 	p := c.pending
 	c.mu.Unlock()
@@ -60,6 +67,7 @@ func (c *Connection) takePending(signal *model.PushRequest) *model.PushRequest {
 	if p == nil {
 		return signal
 	}
+	recordQueueTime(time.Since(c.queuedAt))
 	return p
 }
 
