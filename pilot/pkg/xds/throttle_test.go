@@ -29,4 +29,3 @@ func TestPushThrottle(t *testing.T) {
 	}
 	s.Release()
 }
-
