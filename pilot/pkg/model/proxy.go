@@ -45,6 +45,8 @@ type Proxy struct {
 	ConfigNamespace string
 	// Labels are the workload labels (from metadata).
 	Labels map[string]string
+	// Locality is "region/zone/subzone" from the node (empty when unknown).
+	Locality string
 }
 
 // NodeMetadata is the typed form of the metadata Istio's agents send. Fields

@@ -131,6 +131,9 @@ func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, d
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if l := node.Locality; l != nil && (l.Region != "" || l.Zone != "" || l.SubZone != "") {
+		proxy.Locality = l.Region + "/" + l.Zone + "/" + l.SubZone
+	}
 	peerAddr := "0.0.0.0"
 	if p, ok := peer.FromContext(ctx); ok {
 		peerAddr = p.Addr.String()

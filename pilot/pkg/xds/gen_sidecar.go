@@ -152,14 +152,25 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, re
 			continue
 		}
 		opts := endpoint.Options{PortName: p.Name, Network: proxyNetwork(proxy)}
+		dr := destinationRule(push, proxy, svc)
+		var subsetPolicy *networking.TrafficPolicy
 		if subset != "" {
-			opts.SubsetLabels = subsetLabels(destinationRule(push, proxy, svc), subset)
+			opts.SubsetLabels, subsetPolicy = subsetOf(dr, subset)
 			if opts.SubsetLabels == nil {
 				out = append(out, endpoint.Build(name, nil, endpoint.Options{}))
 				continue
 			}
 		}
-		out = append(out, endpoint.Build(name, g.serviceEndpoints(svc), opts))
+		la := endpoint.Build(name, g.serviceEndpoints(svc), opts)
+		if proxy.Locality != "" {
+			var root *networking.TrafficPolicy
+			if dr != nil {
+				root = dr.Spec.(*networking.DestinationRule).GetTrafficPolicy()
+			}
+			pol := cluster.MergeTrafficPolicy(root, subsetPolicy, port)
+			endpoint.ApplyLocalityLB(la, endpoint.ParseLocality(proxy.Locality), cluster.LocalitySetting(pol, push.Mesh), pol.GetOutlierDetection() != nil)
+		}
+		out = append(out, la)
 	}
 	return toResources(EndpointType, out, func(l *loadAssignment) string { return l.ClusterName }), nil
 }
@@ -171,20 +182,22 @@ func proxyNetwork(p *model.Proxy) string {
 	return p.Metadata.Network
 }
 
-func subsetLabels(dr *config.Config, subset string) map[string]string {
+// subsetOf returns a subset's labels (nil when the rule has no such subset)
+// and its traffic policy.
+func subsetOf(dr *config.Config, subset string) (map[string]string, *networking.TrafficPolicy) {
 	if dr == nil {
-		return nil
+		return nil, nil
 	}
 	spec, _ := dr.Spec.(*networking.DestinationRule)
 	for _, s := range spec.GetSubsets() {
 		if s.Name == subset {
 			if s.Labels == nil {
-				return map[string]string{}
+				return map[string]string{}, s.TrafficPolicy
 			}
-			return s.Labels
+			return s.Labels, s.TrafficPolicy
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func allowAny(m *meshconfig.MeshConfig) bool {

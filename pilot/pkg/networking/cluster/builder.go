@@ -90,12 +90,26 @@ func buildOne(svc *model.Service, port *model.Port, subset string, pol *networki
 	} else {
 		applyLoadBalancer(c, pol.GetLoadBalancer())
 		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{}}
+		if len(LocalitySetting(pol, opts.Mesh).GetDistribute()) > 0 {
+			// locality weights come with the endpoints
+			c.CommonLbConfig.LocalityConfigSpecifier = &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
+				LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{}}
+		}
 	}
 	applyOutlierDetection(c, pol.GetOutlierDetection())
 	autoMTLS := opts.Mesh.GetEnableAutoMtls().GetValue() && !svc.MeshExternal
 	applyTLS(c, pol.GetTls(), SNI(subset, svc.Hostname, port.Port), autoMTLS, svc.ServiceAccounts)
 	c.Metadata = serviceMetadata(svc, subset, opts.DestinationRule)
 	return c
+}
+
+// LocalitySetting is the locality load-balancing setting of a policy: the
+// destination rule's, else the mesh's.
+func LocalitySetting(pol *networking.TrafficPolicy, m *meshconfig.MeshConfig) *networking.LocalityLoadBalancerSetting {
+	if s := pol.GetLoadBalancer().GetLocalityLbSetting(); s != nil {
+		return s
+	}
+	return m.GetLocalityLbSetting()
 }
 
 func adsConfigSource() *core.ConfigSource {

@@ -145,3 +145,17 @@ func TestResolutions(t *testing.T) {
 		t.Errorf("UDP port got clusters: %v", cs)
 	}
 }
+
+func TestLocalityDistributeSetsWeightedLocalities(t *testing.T) {
+	svc := service("a", "ns", 8080, protocol.HTTP, model.ClientSideLB)
+	c := build(t, svc, &networking.TrafficPolicy{LoadBalancer: &networking.LoadBalancerSettings{
+		LocalityLbSetting: &networking.LocalityLoadBalancerSetting{Distribute: []*networking.LocalityLoadBalancerSetting_Distribute{
+			{From: "r/*", To: map[string]uint32{"r/*": 100}}}}}})
+	if c.GetCommonLbConfig().GetLocalityWeightedLbConfig() == nil {
+		t.Error("distribute without locality-weighted load balancing")
+	}
+	plain := build(t, svc, nil)
+	if plain.GetCommonLbConfig().GetLocalityWeightedLbConfig() != nil {
+		t.Error("locality weights without a distribute rule")
+	}
+}

@@ -76,6 +76,9 @@ func selected(ep *model.IstioEndpoint, o Options) bool {
 	return ep.FirstAddress() != ""
 }
 
+// ParseLocality turns "region/zone/subzone" into an Envoy locality.
+func ParseLocality(label string) *core.Locality { return locality(label) }
+
 func locality(label string) *core.Locality {
 	parts := strings.SplitN(label, "/", 3)
 	l := &core.Locality{}
