@@ -3,8 +3,8 @@ package endpoint_test
 import (
 	"testing"
 
-	networking "istio.io/api/networking/v1alpha3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/endpoint"
