@@ -206,7 +206,8 @@ func allowAny(m *meshconfig.MeshConfig) bool {
 
 func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
 	push := req.Push
-	ls := listener.BuildSidecarListeners(push.ServicesForProxy(proxy), listener.Options{AllowAny: allowAny(push.Mesh), Inbound: g.proxyTargets(proxy)})
+	ls := listener.BuildSidecarListeners(push.ServicesForProxy(proxy), listener.Options{AllowAny: allowAny(push.Mesh), Inbound: g.proxyTargets(proxy),
+		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat()})
 	return toResources(ListenerType, ls, func(l *listenerCfg) string { return l.Name }), nil
 }
 

@@ -43,6 +43,10 @@ type Options struct {
 	AllowAny bool
 	// Inbound are the proxy's own service targets (port -> services).
 	Inbound map[int][]*model.Service
+	// AccessLogFile and AccessLogFormat come from the mesh config; an empty
+	// file means no access log.
+	AccessLogFile   string
+	AccessLogFormat string
 }
 
 func typed(m proto.Message) *anypb.Any {
@@ -61,18 +65,18 @@ func BuildSidecarListeners(services []*model.Service, o Options) []*listenerv3.L
 			case p.Protocol.IsHTTP() || p.Protocol == protocol.Unsupported:
 				if !httpPorts[p.Port] {
 					httpPorts[p.Port] = true
-					out = append(out, httpListener(p.Port))
+					out = append(out, httpListener(p.Port, o))
 				}
 			case p.Protocol == protocol.UDP:
 			default:
-				if l := tcpListener(svc, p); l != nil {
+				if l := tcpListener(svc, p, o); l != nil {
 					out = append(out, l)
 				}
 			}
 		}
 	}
 	out = dedupeByName(out)
-	out = append(out, virtualOutbound(o.AllowAny), virtualInbound(o.Inbound))
+	out = append(out, virtualOutbound(o), virtualInbound(o))
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -100,7 +104,7 @@ func adsSource() *core.ConfigSource {
 }
 
 // httpConnectionManager routes through the named RDS configuration.
-func httpConnectionManager(statPrefix, routeConfig string) *listenerv3.Filter {
+func httpConnectionManager(statPrefix, routeConfig string, o Options) *listenerv3.Filter {
 	m := &hcm.HttpConnectionManager{
 		StatPrefix: statPrefix,
 		RouteSpecifier: &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{
@@ -111,6 +115,7 @@ func httpConnectionManager(statPrefix, routeConfig string) *listenerv3.Filter {
 			{Name: "envoy.filters.http.router", ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: typed(&routerv3.Router{})}},
 		},
 		StreamIdleTimeout:            durationpb.New(0),
+		AccessLog:                    o.accessLogs(),
 		UseRemoteAddress:             wrapperspb.Bool(false),
 		NormalizePath:                wrapperspb.Bool(true),
 		UpgradeConfigs:               []*hcm.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
@@ -120,13 +125,13 @@ func httpConnectionManager(statPrefix, routeConfig string) *listenerv3.Filter {
 	return &listenerv3.Filter{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(m)}}
 }
 
-func tcpProxyFilter(statPrefix, clusterName string) *listenerv3.Filter {
+func tcpProxyFilter(statPrefix, clusterName string, o Options) *listenerv3.Filter {
 	return &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(&tcpproxy.TcpProxy{
-		StatPrefix: statPrefix, ClusterSpecifier: &tcpproxy.TcpProxy_Cluster{Cluster: clusterName}})}}
+		StatPrefix: statPrefix, ClusterSpecifier: &tcpproxy.TcpProxy_Cluster{Cluster: clusterName}, AccessLog: o.accessLogs()})}}
 }
 
 // httpListener serves every HTTP service of a port, picked by host through RDS.
-func httpListener(port int) *listenerv3.Listener {
+func httpListener(port int, o Options) *listenerv3.Listener {
 	name := wildcard + "_" + strconv.Itoa(port)
 	return &listenerv3.Listener{
 		Name:             name,
@@ -134,14 +139,14 @@ func httpListener(port int) *listenerv3.Listener {
 		TrafficDirection: core.TrafficDirection_OUTBOUND,
 		BindToPort:       wrapperspb.Bool(false),
 		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{httpConnectionManager("outbound_"+name+";", strconv.Itoa(port))},
+			Filters: []*listenerv3.Filter{httpConnectionManager("outbound_"+name+";", strconv.Itoa(port), o)},
 		}},
 	}
 }
 
 // tcpListener sends a TCP service port to its cluster; a service without a
 // virtual IP shares the wildcard address of the port.
-func tcpListener(svc *model.Service, p *model.Port) *listenerv3.Listener {
+func tcpListener(svc *model.Service, p *model.Port, o Options) *listenerv3.Listener {
 	ip := svc.DefaultAddress
 	if ip == "" || ip == model.UnspecifiedIP {
 		ip = wildcard
@@ -153,16 +158,16 @@ func tcpListener(svc *model.Service, p *model.Port) *listenerv3.Listener {
 		Address:          address(ip, p.Port),
 		TrafficDirection: core.TrafficDirection_OUTBOUND,
 		BindToPort:       wrapperspb.Bool(false),
-		FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxyFilter(c, c)}}},
+		FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpProxyFilter(c, c, o)}}},
 	}
 }
 
 // virtualOutbound captures redirected outbound traffic and hands each
 // connection to the listener of its original destination; what no listener
 // takes goes to the passthrough (ALLOW_ANY) or black hole (REGISTRY_ONLY).
-func virtualOutbound(allowAny bool) *listenerv3.Listener {
+func virtualOutbound(o Options) *listenerv3.Listener {
 	fallback := cluster.BlackHole
-	if allowAny {
+	if o.AllowAny {
 		fallback = cluster.Passthrough
 	}
 	return &listenerv3.Listener{
@@ -172,14 +177,15 @@ func virtualOutbound(allowAny bool) *listenerv3.Listener {
 		UseOriginalDst:   wrapperspb.Bool(true),
 		FilterChains: []*listenerv3.FilterChain{{
 			Name:    "PassthroughFilterChain",
-			Filters: []*listenerv3.Filter{tcpProxyFilter(fallback, fallback)},
+			Filters: []*listenerv3.Filter{tcpProxyFilter(fallback, fallback, o)},
 		}},
 	}
 }
 
 // virtualInbound accepts redirected inbound traffic: one chain per port of
 // the proxy's services to its inbound cluster, and a passthrough chain.
-func virtualInbound(inbound map[int][]*model.Service) *listenerv3.Listener {
+func virtualInbound(o Options) *listenerv3.Listener {
+	inbound := o.Inbound
 	l := &listenerv3.Listener{
 		Name:             VirtualInbound,
 		Address:          address(wildcard, InboundPort),
@@ -197,12 +203,12 @@ func virtualInbound(inbound map[int][]*model.Service) *listenerv3.Listener {
 		l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 			Name:             c,
 			FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(uint32(p))},
-			Filters:          []*listenerv3.Filter{tcpProxyFilter(c, c)},
+			Filters:          []*listenerv3.Filter{tcpProxyFilter(c, c, o)},
 		})
 	}
 	l.FilterChains = append(l.FilterChains, &listenerv3.FilterChain{
 		Name:    "InboundPassthroughFilterChain",
-		Filters: []*listenerv3.Filter{tcpProxyFilter(cluster.InboundPassthrough, cluster.InboundPassthrough)},
+		Filters: []*listenerv3.Filter{tcpProxyFilter(cluster.InboundPassthrough, cluster.InboundPassthrough, o)},
 	})
 	return l
 }

@@ -61,3 +61,23 @@ func TestSidecarListeners(t *testing.T) {
 		t.Errorf("REGISTRY_ONLY fallback %v (%s)", tp.GetCluster(), blocked[1].Name)
 	}
 }
+
+func TestAccessLogFromMesh(t *testing.T) {
+	svc := svc("a.ns.svc.cluster.local", "10.0.0.1", &model.Port{Name: "http", Port: 80, Protocol: protocol.HTTP})
+	ls := listener.BuildSidecarListeners([]*model.Service{svc}, listener.Options{AccessLogFile: "/dev/stdout"})
+	m := &hcm.HttpConnectionManager{}
+	if err := ls[0].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.AccessLog) != 1 || m.AccessLog[0].Name != "envoy.access_loggers.file" {
+		t.Fatalf("access log %v", m.AccessLog)
+	}
+	if err := ls[0].ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	none := listener.BuildSidecarListeners([]*model.Service{svc}, listener.Options{})
+	_ = none[0].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(m)
+	if len(m.AccessLog) != 0 {
+		t.Error("access log without accessLogFile")
+	}
+}
