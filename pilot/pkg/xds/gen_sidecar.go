@@ -2,6 +2,7 @@ package xds
 
 import (
 	"sort"
+	"strings"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
@@ -22,6 +23,8 @@ import (
 type SidecarGenerators struct {
 	Endpoints *model.EndpointIndex
 	Discovery model.ServiceDiscovery
+
+	cache resourceCache
 }
 
 // Register installs the sidecar generators as the defaults.
@@ -102,14 +105,19 @@ func (g *SidecarGenerators) proxyTargets(proxy *model.Proxy) map[int][]*model.Se
 func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
 	push := req.Push
 	m := push.Mesh
-	var out []*clusterCfg
+	var res []*discovery.Resource
 	for _, svc := range push.ServicesForProxy(proxy) {
 		svc := svc
-		opts := cluster.Options{Mesh: m, DestinationRule: destinationRule(push, proxy, svc),
-			Endpoints: func(p *model.Port) []*model.IstioEndpoint { return portEndpoints(g.serviceEndpoints(svc), p) }}
-		out = append(out, cluster.BuildOutbound(svc, opts)...)
+		// a service's outbound clusters depend on the proxy only through the
+		// destination rule its namespace sees
+		key := cacheKey{typeURL: ClusterType, namespace: proxy.ConfigNamespace, name: svc.Key()}
+		res = append(res, g.cache.get(push, key, func() []*discovery.Resource {
+			opts := cluster.Options{Mesh: m, DestinationRule: destinationRule(push, proxy, svc),
+				Endpoints: func(p *model.Port) []*model.IstioEndpoint { return portEndpoints(g.serviceEndpoints(svc), p) }}
+			return toResources(ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
+		})...)
 	}
-	out = append(out, cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m))
+	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
 	targets := g.proxyTargets(proxy)
 	ports := make([]int, 0, len(targets))
 	for p := range targets {
@@ -119,7 +127,7 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *WatchedResource, req
 	for _, p := range ports {
 		out = append(out, cluster.BuildInbound(p, targets[p], m))
 	}
-	return toResources(ClusterType, out, func(c *clusterCfg) string { return c.Name }), nil
+	return append(res, toResources(ClusterType, out, func(c *clusterCfg) string { return c.Name })...), nil
 }
 
 func portEndpoints(eps []*model.IstioEndpoint, p *model.Port) []*model.IstioEndpoint {
@@ -213,11 +221,38 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, re
 
 func (g *SidecarGenerators) routes(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
 	push := req.Push
+	names := w.Names()
+	sort.Strings(names)
+	// the route configuration of a port depends on the proxy through its
+	// namespace (visibility, short names) and labels (sourceLabels matches)
+	scope := proxy.ConfigNamespace + "|" + labelsKey(proxy.Labels)
+	var byPort map[int][]route.ServiceRoutes
+	var out []*discovery.Resource
+	for _, n := range names {
+		port, err := atoi(n)
+		if err != nil {
+			continue
+		}
+		out = append(out, g.cache.get(push, cacheKey{typeURL: RouteType, namespace: scope, name: n}, func() []*discovery.Resource {
+			if byPort == nil {
+				byPort = routesByPort(push, proxy)
+			}
+			opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push.Mesh),
+				ProxyLabels: proxy.Labels, Gateway: "mesh"}
+			rc := route.BuildRouteConfiguration(port, byPort[port], opts)
+			return toResources(RouteType, []*routeCfg{rc}, func(r *routeCfg) string { return r.Name })
+		})...)
+	}
+	return out, nil
+}
+
+// routesByPort pairs the HTTP services the proxy sees, per port, with the
+// VirtualService that applies to each.
+func routesByPort(push *model.PushContext, proxy *model.Proxy) map[int][]route.ServiceRoutes {
 	vsByHost := map[string]*config.Config{}
 	vss := push.VirtualServicesForGateway(proxy.ConfigNamespace, "mesh")
 	for i := range vss {
-		spec, _ := vss[i].Spec.(*networking.VirtualService)
-		for _, h := range spec.GetHosts() {
+		for _, h := range virtualServiceHosts(&vss[i]) {
 			if _, taken := vsByHost[h]; !taken {
 				vsByHost[h] = &vss[i]
 			}
@@ -231,17 +266,18 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *WatchedResource, req *
 			}
 		}
 	}
-	opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push.Mesh),
-		ProxyLabels: proxy.Labels, Gateway: "mesh"}
-	names := w.Names()
-	sort.Strings(names)
-	var out []*routeCfg
-	for _, n := range names {
-		port, err := atoi(n)
-		if err != nil {
-			continue
-		}
-		out = append(out, route.BuildRouteConfiguration(port, byPort[port], opts))
+	return byPort
+}
+
+func labelsKey(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
 	}
-	return toResources(RouteType, out, func(r *routeCfg) string { return r.Name }), nil
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + l[k] + ",")
+	}
+	return b.String()
 }
