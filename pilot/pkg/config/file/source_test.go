@@ -243,8 +243,13 @@ func TestWatchPicksUpChanges(t *testing.T) {
 	if ev := r.next(t); !strings.HasPrefix(ev, "add ns/a") {
 		t.Fatalf("event %q", ev)
 	}
-	if !s.HasSynced() {
-		t.Error("not synced after first load")
+	// the initial events may arrive before the source reports synced
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("not synced after first load")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	write(t, dir, "new/b.yaml", drB)
 	if ev := r.next(t); !strings.HasPrefix(ev, "add ns/b") {
