@@ -164,17 +164,12 @@ func (s *DiscoveryServer) StreamAggregatedResources(stream discovery.AggregatedD
 func (s *DiscoveryServer) processRequest(con *Connection, stream sotwSender, req *discovery.DiscoveryRequest) error {
 	t := req.TypeUrl
 	short := ShortType(t)
-	con.mu.Lock()
-	w := con.watched[t]
 	if req.ErrorDetail != nil {
-		if w != nil && req.ResponseNonce == w.NonceSent {
-			w.LastNACK = req.ErrorDetail.GetMessage()
-		}
-		con.mu.Unlock()
-		totalXDSRejects.WithLabelValues(short).Inc()
-		adsLog.Warnf("%s rejected %s (nonce %s): %s", con.ID, short, req.ResponseNonce, req.ErrorDetail.GetMessage())
+		con.recordNACK(t, req.ResponseNonce, req.ErrorDetail.GetMessage())
 		return nil
 	}
+	con.mu.Lock()
+	w := con.watched[t]
 	if req.ResponseNonce != "" && w != nil && req.ResponseNonce != w.NonceSent {
 		con.mu.Unlock()
 		expiredNonce.WithLabelValues(short).Inc()

@@ -108,3 +108,16 @@ func (c *Connection) Watched(typeURL string) *WatchedResource {
 func sortConnections(cs []*Connection) {
 	sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
 }
+
+// recordNACK keeps a rejection of the last response of a type for syncz and
+// counts it; nothing is resent (the same input would give the same output).
+func (c *Connection) recordNACK(typeURL, nonce, msg string) {
+	c.mu.Lock()
+	if w := c.watched[typeURL]; w != nil && nonce == w.NonceSent {
+		w.LastNACK = msg
+	}
+	c.mu.Unlock()
+	short := ShortType(typeURL)
+	totalXDSRejects.WithLabelValues(short).Inc()
+	adsLog.Warnf("%s rejected %s (nonce %s): %s", c.ID, short, nonce, msg)
+}

@@ -45,17 +45,12 @@ func (s *DiscoveryServer) processDeltaRequest(con *Connection, stream deltaSende
 	t := req.TypeUrl
 	short := ShortType(t)
 	subChange := len(req.ResourceNamesSubscribe) > 0 || len(req.ResourceNamesUnsubscribe) > 0
-	con.mu.Lock()
-	w := con.watched[t]
 	if req.ErrorDetail != nil {
-		if w != nil && req.ResponseNonce == w.NonceSent {
-			w.LastNACK = req.ErrorDetail.GetMessage()
-		}
-		con.mu.Unlock()
-		totalXDSRejects.WithLabelValues(short).Inc()
-		adsLog.Warnf("%s rejected %s (nonce %s): %s", con.ID, short, req.ResponseNonce, req.ErrorDetail.GetMessage())
+		con.recordNACK(t, req.ResponseNonce, req.ErrorDetail.GetMessage())
 		return nil
 	}
+	con.mu.Lock()
+	w := con.watched[t]
 	if w == nil {
 		w = newDeltaWatch(t, req)
 		con.watched[t] = w

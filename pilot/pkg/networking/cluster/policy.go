@@ -25,18 +25,7 @@ func MergeTrafficPolicy(root, subset *networking.TrafficPolicy, port int) *netwo
 		out = proto.Clone(root).(*networking.TrafficPolicy)
 	}
 	if subset != nil {
-		if subset.LoadBalancer != nil {
-			out.LoadBalancer = subset.LoadBalancer
-		}
-		if subset.ConnectionPool != nil {
-			out.ConnectionPool = subset.ConnectionPool
-		}
-		if subset.OutlierDetection != nil {
-			out.OutlierDetection = subset.OutlierDetection
-		}
-		if subset.Tls != nil {
-			out.Tls = subset.Tls
-		}
+		overlay(out, subset.LoadBalancer, subset.ConnectionPool, subset.OutlierDetection, subset.Tls)
 		if subset.PortLevelSettings != nil {
 			out.PortLevelSettings = subset.PortLevelSettings
 		}
@@ -48,25 +37,31 @@ func MergeTrafficPolicy(root, subset *networking.TrafficPolicy, port int) *netwo
 		}
 	}
 	for _, p := range out.PortLevelSettings {
-		if p.GetPort().GetNumber() != uint32(port) {
-			continue
+		if p.GetPort().GetNumber() == uint32(port) {
+			overlay(out, p.LoadBalancer, p.ConnectionPool, p.OutlierDetection, p.Tls)
+			break
 		}
-		if p.LoadBalancer != nil {
-			out.LoadBalancer = p.LoadBalancer
-		}
-		if p.ConnectionPool != nil {
-			out.ConnectionPool = p.ConnectionPool
-		}
-		if p.OutlierDetection != nil {
-			out.OutlierDetection = p.OutlierDetection
-		}
-		if p.Tls != nil {
-			out.Tls = p.Tls
-		}
-		break
 	}
 	out.PortLevelSettings = nil
 	return out
+}
+
+// overlay replaces the policy's settings with those that are set.
+func overlay(out *networking.TrafficPolicy, lb *networking.LoadBalancerSettings, cp *networking.ConnectionPoolSettings,
+	od *networking.OutlierDetection, tls *networking.ClientTLSSettings,
+) {
+	if lb != nil {
+		out.LoadBalancer = lb
+	}
+	if cp != nil {
+		out.ConnectionPool = cp
+	}
+	if od != nil {
+		out.OutlierDetection = od
+	}
+	if tls != nil {
+		out.Tls = tls
+	}
 }
 
 // applyLoadBalancer sets the load-balancing policy (default LEAST_REQUEST).
