@@ -175,10 +175,20 @@ func virtualOutbound(o Options) *listenerv3.Listener {
 		Address:          address(wildcard, OutboundPort),
 		TrafficDirection: core.TrafficDirection_OUTBOUND,
 		UseOriginalDst:   wrapperspb.Bool(true),
-		FilterChains: []*listenerv3.FilterChain{{
-			Name:    "PassthroughFilterChain",
-			Filters: []*listenerv3.Filter{tcpProxyFilter(fallback, fallback, o)},
-		}},
+		FilterChains: []*listenerv3.FilterChain{
+			loopGuard(VirtualOutbound, OutboundPort, o),
+			{Name: VirtualOutbound + "-catchall-tcp", Filters: []*listenerv3.Filter{tcpProxyFilter(fallback, fallback, o)}},
+		},
+	}
+}
+
+// loopGuard drops connections addressed to the capture port itself, which
+// would otherwise loop through the listener forever.
+func loopGuard(listener string, port int, o Options) *listenerv3.FilterChain {
+	return &listenerv3.FilterChain{
+		Name:             listener + "-blackhole",
+		FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(uint32(port))},
+		Filters:          []*listenerv3.Filter{tcpProxyFilter(cluster.BlackHole, cluster.BlackHole, o)},
 	}
 }
 
@@ -193,6 +203,7 @@ func virtualInbound(o Options) *listenerv3.Listener {
 		ListenerFilters: []*listenerv3.ListenerFilter{{Name: "envoy.filters.listener.original_dst",
 			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&origdst.OriginalDst{})}}},
 	}
+	l.FilterChains = append(l.FilterChains, loopGuard(VirtualInbound, InboundPort, o))
 	ports := make([]int, 0, len(inbound))
 	for p := range inbound {
 		ports = append(ports, p)

@@ -49,15 +49,20 @@ func TestSidecarListeners(t *testing.T) {
 	if err := ls[2].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "outbound|9102||ratings.bookinfo.svc.cluster.local" {
 		t.Errorf("TCP listener cluster %v %v", tp.GetCluster(), err)
 	}
-	if err := ls[4].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "PassthroughCluster" {
+	if err := ls[4].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "BlackHoleCluster" ||
+		ls[4].FilterChains[0].FilterChainMatch.GetDestinationPort().GetValue() != 15001 {
+		t.Errorf("virtualOutbound loop guard %v", tp.GetCluster())
+	}
+	if err := ls[4].FilterChains[1].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "PassthroughCluster" {
 		t.Errorf("ALLOW_ANY fallback %v", tp.GetCluster())
 	}
 	inbound := ls[3]
-	if len(inbound.FilterChains) != 2 || inbound.FilterChains[0].Name != "inbound|9080||" || inbound.FilterChains[0].FilterChainMatch.DestinationPort.Value != 9080 {
+	if len(inbound.FilterChains) != 3 || inbound.FilterChains[0].Name != "virtualInbound-blackhole" ||
+		inbound.FilterChains[1].Name != "inbound|9080||" || inbound.FilterChains[1].FilterChainMatch.DestinationPort.Value != 9080 {
 		t.Errorf("virtualInbound chains %v", inbound.FilterChains)
 	}
 	blocked := listener.BuildSidecarListeners(nil, listener.Options{})
-	if err := blocked[1].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "BlackHoleCluster" {
+	if err := blocked[1].FilterChains[1].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "BlackHoleCluster" {
 		t.Errorf("REGISTRY_ONLY fallback %v (%s)", tp.GetCluster(), blocked[1].Name)
 	}
 }
