@@ -8,15 +8,18 @@ package listener
 import (
 	"sort"
 	"strconv"
+	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	httpinspector "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 	origdst "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -117,10 +120,12 @@ func httpConnectionManager(statPrefix, routeConfig string, o Options) *listenerv
 		StreamIdleTimeout:            durationpb.New(0),
 		AccessLog:                    o.accessLogs(),
 		UseRemoteAddress:             wrapperspb.Bool(false),
+		Proxy_100Continue:            true,
 		NormalizePath:                wrapperspb.Bool(true),
 		UpgradeConfigs:               []*hcm.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
-		StripPortMode:                &hcm.HttpConnectionManager_StripAnyHostPort{StripAnyHostPort: true},
 		PathWithEscapedSlashesAction: hcm.HttpConnectionManager_KEEP_UNCHANGED,
+		RequestIdExtension: &hcm.RequestIDExtension{TypedConfig: typed(&uuidv3.UuidRequestIdConfig{
+			UseRequestIdForTraceSampling: wrapperspb.Bool(true)})},
 	}
 	return &listenerv3.Filter{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(m)}}
 }
@@ -130,17 +135,34 @@ func tcpProxyFilter(statPrefix, clusterName string, o Options) *listenerv3.Filte
 		StatPrefix: statPrefix, ClusterSpecifier: &tcpproxy.TcpProxy_Cluster{Cluster: clusterName}, AccessLog: o.accessLogs()})}}
 }
 
-// httpListener serves every HTTP service of a port, picked by host through RDS.
+// httpListener serves every HTTP service of a port, picked by host through
+// RDS; what the HTTP inspector does not recognise as HTTP goes to the
+// passthrough (or black hole) like any unknown destination.
 func httpListener(port int, o Options) *listenerv3.Listener {
 	name := wildcard + "_" + strconv.Itoa(port)
+	fallback := cluster.BlackHole
+	if o.AllowAny {
+		fallback = cluster.Passthrough
+	}
 	return &listenerv3.Listener{
 		Name:             name,
 		Address:          address(wildcard, port),
 		TrafficDirection: core.TrafficDirection_OUTBOUND,
 		BindToPort:       wrapperspb.Bool(false),
+		ListenerFilters: []*listenerv3.ListenerFilter{{Name: "envoy.filters.listener.http_inspector",
+			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&httpinspector.HttpInspector{})}}},
+		ListenerFiltersTimeout:           durationpb.New(0),
+		ContinueOnListenerFiltersTimeout: true,
 		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{httpConnectionManager("outbound_"+name+";", strconv.Itoa(port), o)},
+			FilterChainMatch:              &listenerv3.FilterChainMatch{TransportProtocol: "raw_buffer", ApplicationProtocols: []string{"http/1.1", "h2c"}},
+			Filters:                       []*listenerv3.Filter{httpConnectionManager("outbound_"+name+";", strconv.Itoa(port), o)},
+			TransportSocketConnectTimeout: durationpb.New(15 * time.Second),
 		}},
+		DefaultFilterChain: &listenerv3.FilterChain{
+			Name:             "PassthroughFilterChain",
+			FilterChainMatch: &listenerv3.FilterChainMatch{},
+			Filters:          []*listenerv3.Filter{tcpProxyFilter(fallback, fallback, o)},
+		},
 	}
 }
 
