@@ -228,7 +228,11 @@ func TestEndpointWithoutTargetRefFindsPodByIP(t *testing.T) {
 		slice("ns1", "reviews-1", "reviews", []discoveryv1.EndpointPort{slicePort("http", 9080)}, ep{addr: "10.0.0.3"}))
 	f.eventually("endpoint", func() bool {
 		eps := f.endpoints(host, "ns1")
-		return len(eps) == 1 && eps[0].WorkloadName == "manual" && eps[0].Labels["app"] == "x"
+		ok := len(eps) == 1 && eps[0].WorkloadName == "manual" && eps[0].Labels["app"] == "x"
+		if !ok && len(eps) == 1 {
+			f.t.Logf("endpoint so far: workload %q labels %v", eps[0].WorkloadName, eps[0].Labels)
+		}
+		return ok
 	})
 }
 

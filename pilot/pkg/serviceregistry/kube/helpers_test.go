@@ -69,7 +69,7 @@ func newFixture(t *testing.T, opts registry.Options, objs ...runtime.Object) *fi
 // eventually polls cond; the deadline only guards against a hang.
 func (f *fixture) eventually(what string, cond func() bool) {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			f.t.Fatalf("%s: not reached", what)
@@ -82,7 +82,7 @@ func (f *fixture) eventually(what string, cond func() bool) {
 func (f *fixture) wait(rec *model.RecordingXDSUpdater, seq uint64, what string, match func(model.XDSEvent) bool) model.XDSEvent {
 	f.t.Helper()
 	stop := make(chan struct{})
-	t := time.AfterFunc(10*time.Second, func() { close(stop) })
+	t := time.AfterFunc(30*time.Second, func() { close(stop) })
 	defer t.Stop()
 	e, ok := rec.WaitFor(stop, seq, match)
 	if !ok {

@@ -89,7 +89,7 @@ func (f *fixture) remove(g config.GroupVersionKind, ns, name string) {
 
 func (f *fixture) eventually(what string, cond func() bool) {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			var calls []string
@@ -114,7 +114,7 @@ func (f *fixture) boardList() any {
 func (f *fixture) wait(rec *model.RecordingXDSUpdater, seq uint64, what string, match func(model.XDSEvent) bool) model.XDSEvent {
 	f.t.Helper()
 	stop := make(chan struct{})
-	tm := time.AfterFunc(10*time.Second, func() { close(stop) })
+	tm := time.AfterFunc(30*time.Second, func() { close(stop) })
 	defer tm.Stop()
 	e, ok := rec.WaitFor(stop, seq, match)
 	if !ok {
