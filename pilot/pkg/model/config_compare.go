@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshplane/istiod/pkg/clock"
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/ring"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 	"github.com/meshplane/istiod/pkg/log"
@@ -163,9 +164,7 @@ const DefaultSuppressedHistory = 100
 // counts all of them. It is safe for concurrent use.
 type SuppressedUpdates struct {
 	mu    sync.Mutex
-	ring  []SuppressedUpdate
-	next  int
-	full  bool
+	ring  *ring.Ring[SuppressedUpdate]
 	total int64
 }
 
@@ -175,16 +174,14 @@ func NewSuppressedUpdates(size int) *SuppressedUpdates {
 	if size <= 0 {
 		size = DefaultSuppressedHistory
 	}
-	return &SuppressedUpdates{ring: make([]SuppressedUpdate, size)}
+	return &SuppressedUpdates{ring: ring.New[SuppressedUpdate](size)}
 }
 
 // Record remembers u, evicting the oldest entry when the ring is full.
 func (s *SuppressedUpdates) Record(u SuppressedUpdate) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ring[s.next] = u
-	s.next = (s.next + 1) % len(s.ring)
-	s.full = s.full || s.next == 0
+	s.ring.Add(u)
 	s.total++
 }
 
@@ -193,15 +190,7 @@ func (s *SuppressedUpdates) Record(u SuppressedUpdate) {
 func (s *SuppressedUpdates) List() []SuppressedUpdate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.next
-	if s.full {
-		n = len(s.ring)
-	}
-	out := make([]SuppressedUpdate, 0, n)
-	for i := 1; i <= n; i++ {
-		out = append(out, s.ring[(s.next-i+len(s.ring))%len(s.ring)])
-	}
-	return out
+	return s.ring.List()
 }
 
 // Total counts every suppressed update since start, remembered or not.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pkg/ring"
 )
 
 // DefaultPushHistory is how many pushes /debug/pushz remembers.
@@ -93,9 +94,7 @@ func newPushRecord(b Debounced) PushRecord {
 // concurrent use.
 type PushHistory struct {
 	mu       sync.Mutex
-	ring     []PushRecord
-	next     int
-	full     bool
+	ring     *ring.Ring[PushRecord]
 	total    uint64
 	finished uint64
 	changed  chan struct{} // closed and replaced by every Add
@@ -107,7 +106,7 @@ func NewPushHistory(size int) *PushHistory {
 	if size <= 0 {
 		size = DefaultPushHistory
 	}
-	return &PushHistory{ring: make([]PushRecord, size), changed: make(chan struct{})}
+	return &PushHistory{ring: ring.New[PushRecord](size), changed: make(chan struct{})}
 }
 
 // NextID reserves the ID of a push about to start.
@@ -122,9 +121,7 @@ func (h *PushHistory) NextID() uint64 {
 func (h *PushHistory) Add(r PushRecord) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ring[h.next] = r
-	h.next = (h.next + 1) % len(h.ring)
-	h.full = h.full || h.next == 0
+	h.ring.Add(r)
 	h.finished++
 	close(h.changed)
 	h.changed = make(chan struct{})
@@ -162,15 +159,7 @@ func (h *PushHistory) WaitFinished(ctx context.Context, n uint64) bool {
 func (h *PushHistory) List() []PushRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.next
-	if h.full {
-		n = len(h.ring)
-	}
-	out := make([]PushRecord, 0, n)
-	for i := 1; i <= n; i++ {
-		out = append(out, h.ring[(h.next-i+len(h.ring))%len(h.ring)])
-	}
-	return out
+	return h.ring.List()
 }
 
 // Total counts the pushes started since start.
