@@ -11,10 +11,10 @@ import (
 
 	"github.com/meshplane/istiod/pkg/clock"
 	"github.com/meshplane/istiod/pkg/config"
-	"github.com/meshplane/istiod/pkg/ring"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 	"github.com/meshplane/istiod/pkg/log"
+	"github.com/meshplane/istiod/pkg/ring"
 )
 
 var pushLog = log.RegisterScope("push", "push decisions: NeedsPush, debounce, push queue")
