@@ -227,11 +227,9 @@ func (c *Controller) Workloads() krt.Collection[model.WorkloadInstance] { return
 // HasSynced reports whether the initial state was read and handed to the
 // XDSUpdater.
 func (c *Controller) HasSynced() bool {
-	for _, s := range []interface{ HasSynced() bool }{c.inputs.Services, c.inputs.EndpointSlices, c.inputs.Pods,
-		c.inputs.Nodes, c.inputs.Namespaces, c.services, c.workloads, c.podIPs, c.slices} {
-		if !s.HasSynced() {
-			return false
-		}
+	if !krt.AllSynced(c.inputs.Services, c.inputs.EndpointSlices, c.inputs.Pods,
+		c.inputs.Nodes, c.inputs.Namespaces, c.services, c.workloads, c.podIPs, c.slices) {
+		return false
 	}
 	for _, r := range c.registrations {
 		if !r.HasSynced() {

@@ -136,10 +136,8 @@ func (c *Controller) Cluster() string { return c.opts.ClusterID }
 // HasSynced reports whether the initial state was read and handed to the
 // XDSUpdater.
 func (c *Controller) HasSynced() bool {
-	for _, s := range []interface{ HasSynced() bool }{c.entries, c.rawWorkloads, c.groups, c.workloadEntries, c.serviceEntries} {
-		if !s.HasSynced() {
-			return false
-		}
+	if !krt.AllSynced(c.entries, c.rawWorkloads, c.groups, c.workloadEntries, c.serviceEntries) {
+		return false
 	}
 	for _, r := range c.registrations {
 		if !r.HasSynced() {
