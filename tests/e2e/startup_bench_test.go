@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshplane/istiod/tests/procstat"
 )
 
 // writeObjects writes n mixed objects into dir, 100 per file.
@@ -34,21 +35,6 @@ func writeObjects(b *testing.B, dir string, n int) {
 			sb.Reset()
 		}
 	}
-}
-
-// rssMB reads the resident set size of a process from /proc.
-func rssMB(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 // BenchmarkStartup10k starts istiod on a directory of 10,000 objects and
@@ -82,7 +68,7 @@ func BenchmarkStartup10k(b *testing.B) {
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		rss += rssMB(d.cmd.Process.Pid)
+		rss += procstat.RSSMiB(d.cmd.Process.Pid)
 		if n := len(configzCount(b, d)); n != 10000 {
 			b.Fatalf("configz has %d objects", n)
 		}

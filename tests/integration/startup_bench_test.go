@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshplane/istiod/tests/kube"
+	"github.com/meshplane/istiod/tests/procstat"
 )
 
 // createObjects writes n VirtualServices and DestinationRules over 20 namespaces.
@@ -75,17 +74,6 @@ func freeAddr(b *testing.B) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-func rssMB(pid int) float64 {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 type syncBuffer struct {
@@ -148,7 +136,7 @@ func BenchmarkKubeStartup5k(b *testing.B) {
 		for !strings.Contains(logs.String(), "config sources synced") {
 			time.Sleep(2 * time.Millisecond)
 		}
-		rssTotal += rssMB(cmd.Process.Pid)
+		rssTotal += procstat.RSSMiB(cmd.Process.Pid)
 
 		// one change, timed until configz shows it
 		ns := env.NewNamespace(b, nil).Name

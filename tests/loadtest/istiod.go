@@ -183,25 +183,3 @@ func cpuSeconds(pid int) (float64, error) {
 	}
 	return float64(ut+st) / clockTicks, nil
 }
-
-// memory reads VmRSS and VmHWM (peak RSS) of a process, in bytes.
-func memory(pid string) (rss, peak int64) {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb * 1024
-		case "VmHWM:":
-			peak = kb * 1024
-		}
-	}
-	return rss, peak
-}

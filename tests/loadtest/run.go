@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/meshplane/istiod/tests/procstat"
 )
 
 // Options of one load test run.
@@ -156,9 +158,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for i := range f.count.bytes {
 		r.ChangeBytes += f.count.bytes[i].Load() - r.Bytes[i]
 	}
-	r.IstiodRSS, r.IstiodPeakRSS = memory(strconv.Itoa(pid))
+	r.IstiodRSS, r.IstiodPeakRSS = procstat.Memory(strconv.Itoa(pid))
 	runtime.GC()
-	r.ToolRSS, r.ToolPeakRSS = memory("self")
+	r.ToolRSS, r.ToolPeakRSS = procstat.Memory("self")
 	f.drain()
 	return r, nil
 }
