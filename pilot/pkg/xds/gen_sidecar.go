@@ -15,7 +15,9 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/endpoint"
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
+	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/protocol"
 )
 
 // SidecarGenerators produce the CDS, EDS, LDS and RDS of sidecars from a
@@ -77,6 +79,18 @@ func (g *SidecarGenerators) serviceEndpoints(svc *model.Service) []*model.IstioE
 	return out
 }
 
+// serviceAccounts are the identities of a service's endpoints.
+func (g *SidecarGenerators) serviceAccounts(svc *model.Service) []string {
+	if g.Endpoints == nil {
+		return nil
+	}
+	shards, ok := g.Endpoints.ShardsFor(svc.Hostname, svc.Attributes.Namespace)
+	if !ok {
+		return nil
+	}
+	return shards.ServiceAccounts()
+}
+
 func destinationRule(push *model.PushContext, proxy *model.Proxy, svc *model.Service) *config.Config {
 	for _, c := range push.DestinationRuleForService(proxy.ConfigNamespace, svc) {
 		if r := c.Rule(); r != nil {
@@ -86,19 +100,35 @@ func destinationRule(push *model.PushContext, proxy *model.Proxy, svc *model.Ser
 	return nil
 }
 
-func (g *SidecarGenerators) proxyTargets(proxy *model.Proxy) map[int][]*model.Service {
-	out := map[int][]*model.Service{}
+// proxyTargets are the proxy's own ports that services target, by port.
+func (g *SidecarGenerators) proxyTargets(proxy *model.Proxy) []listener.InboundTarget {
 	if g.Discovery == nil {
-		return out
+		return nil
 	}
 	q := &model.ProxyQuery{IPAddresses: proxy.IPAddresses, Labels: proxy.Labels, Namespace: proxy.ConfigNamespace}
+	byPort := map[int]*listener.InboundTarget{}
 	for _, t := range g.Discovery.GetProxyServiceTargets(q) {
 		port := int(t.Port.TargetPort)
 		if port == 0 {
 			port = t.Port.Port.Port
 		}
-		out[port] = append(out[port], t.Service)
+		it := byPort[port]
+		if it == nil {
+			it = &listener.InboundTarget{Port: port, Protocol: t.Port.Port.Protocol, ServicePort: t.Port.Port.Port}
+			byPort[port] = it
+		}
+		it.Services = append(it.Services, t.Service)
+		if t.Port.Port.Protocol != it.Protocol {
+			// services disagree on the port's protocol: let the proxy sniff
+			it.Protocol = protocol.Unsupported
+		}
 	}
+	out := make([]listener.InboundTarget, 0, len(byPort))
+	for _, it := range byPort {
+		sort.SliceStable(it.Services, func(i, j int) bool { return it.Services[i].Hostname < it.Services[j].Hostname })
+		out = append(out, *it)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
 	return out
 }
 
@@ -112,20 +142,14 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *WatchedResource, req
 		// destination rule its namespace sees
 		key := cacheKey{typeURL: ClusterType, namespace: proxy.ConfigNamespace, name: svc.Key()}
 		res = append(res, g.cache.get(push, key, func() []*discovery.Resource {
-			opts := cluster.Options{Mesh: m, DestinationRule: destinationRule(push, proxy, svc),
+			opts := cluster.Options{Mesh: m, DestinationRule: destinationRule(push, proxy, svc), ServiceAccounts: g.serviceAccounts(svc),
 				Endpoints: func(p *model.Port) []*model.IstioEndpoint { return portEndpoints(g.serviceEndpoints(svc), p) }}
 			return toResources(ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
 		})...)
 	}
 	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
-	targets := g.proxyTargets(proxy)
-	ports := make([]int, 0, len(targets))
-	for p := range targets {
-		ports = append(ports, p)
-	}
-	sort.Ints(ports)
-	for _, p := range ports {
-		out = append(out, cluster.BuildInbound(p, targets[p], m))
+	for _, t := range g.proxyTargets(proxy) {
+		out = append(out, cluster.BuildInbound(t.Port, t.Services, m))
 	}
 	return append(res, toResources(ClusterType, out, func(c *clusterCfg) string { return c.Name })...), nil
 }
@@ -215,7 +239,8 @@ func allowAny(m *meshconfig.MeshConfig) bool {
 func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
 	push := req.Push
 	ls := listener.BuildSidecarListeners(push.ServicesForProxy(proxy), listener.Options{AllowAny: allowAny(push.Mesh), Inbound: g.proxyTargets(proxy),
-		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat()})
+		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
+		Tracing: telemetry.Tracing(push.Mesh, telemetryProxy(proxy)), TrustDomain: push.Mesh.GetTrustDomain()})
 	return toResources(ListenerType, ls, func(l *listenerCfg) string { return l.Name }), nil
 }
 
@@ -280,4 +305,13 @@ func labelsKey(l map[string]string) string {
 		b.WriteString(k + "=" + l[k] + ",")
 	}
 	return b.String()
+}
+
+// telemetryProxy is what tracing tags say about a proxy.
+func telemetryProxy(p *model.Proxy) telemetry.Proxy {
+	out := telemetry.Proxy{Labels: p.Labels, Namespace: p.ConfigNamespace}
+	if p.Metadata != nil {
+		out.ClusterID, out.MeshID = p.Metadata.ClusterID, p.Metadata.MeshID
+	}
+	return out
 }

@@ -2,20 +2,27 @@ package cluster
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/endpoint"
+	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
@@ -30,6 +37,9 @@ type Options struct {
 	// Endpoints returns the endpoints of a service port, for clusters whose
 	// endpoints are inline (DNS resolution); may be nil.
 	Endpoints func(port *model.Port) []*model.IstioEndpoint
+	// ServiceAccounts are the identities of the service's endpoints (SPIFFE
+	// URIs); Istio mTLS to the service accepts these and the service's own.
+	ServiceAccounts []string
 }
 
 // BuildOutbound builds the clusters of a service: one per port, plus one per
@@ -78,6 +88,8 @@ func buildOne(svc *model.Service, port *model.Port, subset string, pol *networki
 		}
 		c.RespectDnsTtl = true
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
+		c.DnsJitter = durationpb.New(100 * time.Millisecond)
+		c.TypedDnsResolverConfig = caresResolver()
 	case model.Passthrough:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
 	default:
@@ -98,8 +110,9 @@ func buildOne(svc *model.Service, port *model.Port, subset string, pol *networki
 	}
 	applyOutlierDetection(c, pol.GetOutlierDetection())
 	autoMTLS := opts.Mesh.GetEnableAutoMtls().GetValue() && !svc.MeshExternal
-	applyTLS(c, pol.GetTls(), SNI(subset, svc.Hostname, port.Port), autoMTLS, svc.ServiceAccounts)
+	applyTLS(c, pol.GetTls(), SNI(subset, svc.Hostname, port.Port), autoMTLS, port.Protocol.IsHTTP2(), sans(svc.ServiceAccounts, opts.ServiceAccounts))
 	c.Metadata = serviceMetadata(svc, subset, opts.DestinationRule)
+	c.Filters = metadataExchange()
 	return c
 }
 
@@ -123,42 +136,17 @@ func adsConfigSource() *core.ConfigSource {
 // inlineEndpoints lists DNS endpoints in the cluster (DNS clusters carry
 // their hosts; Envoy resolves them).
 func inlineEndpoints(name string, svc *model.Service, port *model.Port, opts Options) *endpointv3.ClusterLoadAssignment {
-	la := &endpointv3.ClusterLoadAssignment{ClusterName: name}
 	var eps []*model.IstioEndpoint
 	if opts.Endpoints != nil {
 		eps = opts.Endpoints(port)
 	}
-	var lbs []*endpointv3.LbEndpoint
-	for _, ep := range eps {
-		p := ep.EndpointPort
-		if p == 0 {
-			p = uint32(port.Port)
-		}
-		lbs = append(lbs, lbEndpoint(ep.FirstAddress(), p, ep.LbWeight))
-	}
-	if len(lbs) == 0 && svc.Resolution == model.DNSLB {
+	la := endpoint.Build(name, eps, endpoint.Options{})
+	if len(la.Endpoints) == 0 && svc.Resolution == model.DNSLB {
 		// a DNS ServiceEntry without endpoints resolves its host
-		lbs = append(lbs, lbEndpoint(svc.Hostname, uint32(port.Port), 0))
-	}
-	if len(lbs) > 0 {
-		la.Endpoints = []*endpointv3.LocalityLbEndpoints{{Locality: &core.Locality{}, LbEndpoints: lbs, LoadBalancingWeight: u32(uint32(len(lbs)))}}
+		la = endpoint.Build(name, []*model.IstioEndpoint{{Addresses: []string{svc.Hostname}, EndpointPort: uint32(port.Port),
+			Namespace: svc.Attributes.Namespace}}, endpoint.Options{})
 	}
 	return la
-}
-
-func lbEndpoint(addr string, port, weight uint32) *endpointv3.LbEndpoint {
-	if weight == 0 {
-		weight = 1
-	}
-	return &endpointv3.LbEndpoint{
-		HostIdentifier:      &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: socketAddress(addr, port)}},
-		LoadBalancingWeight: u32(weight),
-	}
-}
-
-func socketAddress(addr string, port uint32) *core.Address {
-	return &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
-		Address: addr, PortSpecifier: &core.SocketAddress_PortValue{PortValue: port}}}}
 }
 
 // serviceMetadata is the istio filter metadata naming the cluster's service.
@@ -200,7 +188,10 @@ func originalDst(name, statName string, m *meshconfig.MeshConfig) *clusterv3.Clu
 
 // BuildPassthrough forwards to the original destination (ALLOW_ANY).
 func BuildPassthrough(m *meshconfig.MeshConfig) *clusterv3.Cluster {
-	return originalDst(Passthrough, Passthrough, m)
+	c := originalDst(Passthrough, Passthrough, m)
+	c.TypedExtensionProtocolOptions = downstreamProtocol()
+	c.Filters = metadataExchange()
+	return c
 }
 
 // inboundBind makes inbound connections come from 127.0.0.6 so the
@@ -213,6 +204,7 @@ func inboundBind() *core.BindConfig {
 func BuildInboundPassthrough(m *meshconfig.MeshConfig) *clusterv3.Cluster {
 	c := originalDst(InboundPassthrough, Passthrough, m)
 	c.UpstreamBindConfig = inboundBind()
+	c.TypedExtensionProtocolOptions = downstreamProtocol()
 	return c
 }
 
@@ -237,4 +229,44 @@ func BuildInbound(port int, services []*model.Service, m *meshconfig.MeshConfig)
 
 func exactSAN(s string) *matcherv3.StringMatcher {
 	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: s}}
+}
+
+// metadataExchange is the upstream filter that exchanges workload metadata
+// with the peer over mTLS (Istio's telemetry needs it on every outbound
+// cluster).
+func metadataExchange() []*clusterv3.Filter {
+	return []*clusterv3.Filter{{Name: telemetry.MetadataExchangeName, TypedConfig: telemetry.MetadataExchange()}}
+}
+
+// caresResolver is the DNS resolver of DNS clusters, with Istio's limit on
+// concurrent UDP queries.
+func caresResolver() *core.TypedExtensionConfig {
+	return &core.TypedExtensionConfig{Name: "envoy.network.dns_resolver.cares",
+		TypedConfig: typed(&caresv3.CaresDnsResolverConfig{UdpMaxQueries: u32(100)})}
+}
+
+// downstreamProtocol makes a passthrough cluster speak whatever HTTP version
+// the downstream spoke, with Istio's idle timeout.
+func downstreamProtocol() map[string]*anypb.Any {
+	return map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": typed(&httpv3.HttpProtocolOptions{
+		CommonHttpProtocolOptions: &core.HttpProtocolOptions{IdleTimeout: durationpb.New(300 * time.Second)},
+		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{UseDownstreamProtocolConfig: &httpv3.HttpProtocolOptions_UseDownstreamHttpConfig{
+			HttpProtocolOptions: &core.Http1ProtocolOptions{}, Http2ProtocolOptions: &core.Http2ProtocolOptions{}}},
+	})}
+}
+
+func typed(m proto.Message) *anypb.Any {
+	a, _ := anypb.New(m)
+	return a
+}
+
+// sans merges the service's declared accounts with its endpoints',
+// sorted and without duplicates.
+func sans(declared, endpoints []string) []string {
+	if len(endpoints) == 0 {
+		return declared
+	}
+	out := append(slices.Clone(declared), endpoints...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

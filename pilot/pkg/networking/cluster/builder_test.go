@@ -97,10 +97,8 @@ func diffKeys(want, got map[string]any) []string {
 	return out
 }
 
-// Fields Istio sets on outbound clusters that this builder leaves out for
-// now, each a behaviour of a later issue: the metadata-exchange filter
-// (telemetry), DNS jitter and resolver settings.
-var allowedDiffs = map[string]bool{"filters": true, "dnsJitter": true, "typedDnsResolverConfig": true}
+// allowedDiffs are fields where a cluster may differ from Istio's: none.
+var allowedDiffs = map[string]bool{}
 
 func TestOutboundClustersMatchIstio(t *testing.T) {
 	ref := referenceClusters(t)
@@ -148,7 +146,7 @@ func TestSpecialClustersMatchIstio(t *testing.T) {
 			t.Errorf("%s: invalid: %v", got.Name, err)
 		}
 		for _, k := range diffKeys(ref[got.Name], asMap(t, got)) {
-			if !allowedDiffs[k] && k != "typedExtensionProtocolOptions" {
+			if !allowedDiffs[k] {
 				w, _ := json.Marshal(ref[got.Name][k])
 				g, _ := json.Marshal(asMap(t, got)[k])
 				t.Errorf("%s: field %s differs\nwant %s\n got %s", got.Name, k, w, g)

@@ -18,8 +18,8 @@ const (
 	sdsCluster = "sds-grpc"
 )
 
-// sdsConfig points a secret at the agent's SDS server.
-func sdsConfig(name string) *tlsv3.SdsSecretConfig {
+// SDSSecretConfig points a secret at the agent's SDS server.
+func SDSSecretConfig(name string) *tlsv3.SdsSecretConfig {
 	return &tlsv3.SdsSecretConfig{
 		Name: name,
 		SdsConfig: &core.ConfigSource{
@@ -48,7 +48,11 @@ func rawBufferSocket() *core.TransportSocket {
 
 // istioMutual is the mTLS context of Istio's workload identities: the
 // agent's certificate and root via SDS.
-func istioMutual(sni string, sans []string) *tlsv3.UpstreamTlsContext {
+func istioMutual(sni string, sans []string, http2 bool) *tlsv3.UpstreamTlsContext {
+	alpn := []string{"istio-peer-exchange", "istio"}
+	if http2 {
+		alpn = append(alpn, "h2")
+	}
 	dv := &tlsv3.CertificateValidationContext{}
 	for _, san := range sans {
 		dv.MatchSubjectAltNames = append(dv.MatchSubjectAltNames, exactSAN(san))
@@ -60,24 +64,24 @@ func istioMutual(sni string, sans []string) *tlsv3.UpstreamTlsContext {
 				TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
 				TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
 			},
-			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{sdsConfig(SDSDefault)},
+			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{SDSSecretConfig(SDSDefault)},
 			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext:         dv,
-				ValidationContextSdsSecretConfig: sdsConfig(SDSRootCA),
+				ValidationContextSdsSecretConfig: SDSSecretConfig(SDSRootCA),
 			}},
-			AlpnProtocols: []string{"istio-peer-exchange", "istio"},
+			AlpnProtocols: alpn,
 		},
 	}
 }
 
 // autoMTLSMatches sends mTLS to endpoints labeled tlsMode=istio and plain
 // text to the others.
-func autoMTLSMatches(sni string, sans []string) []*clusterv3.Cluster_TransportSocketMatch {
+func autoMTLSMatches(sni string, sans []string, http2 bool) []*clusterv3.Cluster_TransportSocketMatch {
 	return []*clusterv3.Cluster_TransportSocketMatch{
 		{
 			Name:            "tlsMode-istio",
 			Match:           &structpb.Struct{Fields: map[string]*structpb.Value{"tlsMode": structpb.NewStringValue("istio")}},
-			TransportSocket: tlsSocket(istioMutual(sni, sans)),
+			TransportSocket: tlsSocket(istioMutual(sni, sans, http2)),
 		},
 		{
 			Name:            "tlsMode-disabled",
@@ -90,10 +94,10 @@ func autoMTLSMatches(sni string, sans []string) []*clusterv3.Cluster_TransportSo
 // applyTLS sets the upstream TLS of a cluster from the destination rule, or
 // auto mTLS when the rule says nothing and the mesh enables it. Istio mTLS
 // checks the peer against the service's accounts (sans) when it has any.
-func applyTLS(c *clusterv3.Cluster, settings *networking.ClientTLSSettings, sni string, autoMTLS bool, sans []string) {
+func applyTLS(c *clusterv3.Cluster, settings *networking.ClientTLSSettings, sni string, autoMTLS, http2 bool, sans []string) {
 	if settings == nil {
 		if autoMTLS {
-			c.TransportSocketMatches = autoMTLSMatches(sni, sans)
+			c.TransportSocketMatches = autoMTLSMatches(sni, sans, http2)
 		}
 		return
 	}
@@ -101,7 +105,7 @@ func applyTLS(c *clusterv3.Cluster, settings *networking.ClientTLSSettings, sni 
 	case networking.ClientTLSSettings_DISABLE:
 		return
 	case networking.ClientTLSSettings_ISTIO_MUTUAL:
-		ctx := istioMutual(sni, sans)
+		ctx := istioMutual(sni, sans, http2)
 		if settings.Sni != "" {
 			ctx.Sni = settings.Sni
 		}
@@ -122,11 +126,11 @@ func userTLS(s *networking.ClientTLSSettings) *tlsv3.UpstreamTlsContext {
 	if s.CredentialName != "" {
 		name := "kubernetes://" + s.CredentialName
 		if s.Mode == networking.ClientTLSSettings_MUTUAL {
-			cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsConfig(name)}
+			cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{SDSSecretConfig(name)}
 		}
 		cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 			DefaultValidationContext:         validation(s),
-			ValidationContextSdsSecretConfig: sdsConfig(name + "-cacert"),
+			ValidationContextSdsSecretConfig: SDSSecretConfig(name + "-cacert"),
 		}}
 		return ctx
 	}

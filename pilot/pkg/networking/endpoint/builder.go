@@ -133,6 +133,9 @@ func address(addr string, port uint32) *core.Address {
 // mode the cluster's transport socket matches on.
 func metadata(ep *model.IstioEndpoint) *core.Metadata {
 	app := firstOf(ep.Labels, "service.istio.io/canonical-name", "app.kubernetes.io/name", "app")
+	if app == "" {
+		app = ep.WorkloadName
+	}
 	rev := firstOf(ep.Labels, "service.istio.io/canonical-revision", "app.kubernetes.io/version", "version")
 	workload := strings.Join([]string{ep.WorkloadName, ep.Namespace, app, rev, ep.Locality.ClusterID}, ";")
 	md := &core.Metadata{FilterMetadata: map[string]*structpb.Struct{

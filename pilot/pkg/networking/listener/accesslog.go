@@ -33,3 +33,14 @@ func (o Options) accessLogs() []*accesslogv3.AccessLog {
 	}
 	return []*accesslogv3.AccessLog{{Name: "envoy.access_loggers.file", ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: typed(fl)}}}
 }
+
+// noRouteLogs log, at the listener, connections no filter chain took
+// (response flag NR).
+func (o Options) noRouteLogs() []*accesslogv3.AccessLog {
+	logs := o.accessLogs()
+	for _, l := range logs {
+		l.Filter = &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_ResponseFlagFilter{
+			ResponseFlagFilter: &accesslogv3.ResponseFlagFilter{Flags: []string{"NR"}}}}
+	}
+	return logs
+}

@@ -1,8 +1,11 @@
 package listener_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 
@@ -24,7 +27,8 @@ func TestSidecarListeners(t *testing.T) {
 		svc("dns.kube-system.svc.cluster.local", "10.96.0.10", &model.Port{Name: "dns", Port: 53, Protocol: protocol.UDP}),
 	}
 	self := svc("productpage.bookinfo.svc.cluster.local", "10.96.10.10", &model.Port{Name: "http", Port: 9080, Protocol: protocol.HTTP})
-	ls := listener.BuildSidecarListeners(services, listener.Options{AllowAny: true, Inbound: map[int][]*model.Service{9080: {self}}})
+	ls := listener.BuildSidecarListeners(services, listener.Options{AllowAny: true, Inbound: []listener.InboundTarget{
+		{Port: 9080, Protocol: protocol.HTTP, ServicePort: 9080, Services: []*model.Service{self}}}})
 	var names []string
 	for _, l := range ls {
 		if err := l.ValidateAll(); err != nil {
@@ -56,14 +60,120 @@ func TestSidecarListeners(t *testing.T) {
 	if err := ls[4].FilterChains[1].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "PassthroughCluster" {
 		t.Errorf("ALLOW_ANY fallback %v", tp.GetCluster())
 	}
-	inbound := ls[3]
-	if len(inbound.FilterChains) != 3 || inbound.FilterChains[0].Name != "virtualInbound-blackhole" ||
-		inbound.FilterChains[1].Name != "inbound|9080||" || inbound.FilterChains[1].FilterChainMatch.DestinationPort.Value != 9080 {
-		t.Errorf("virtualInbound chains %v", inbound.FilterChains)
-	}
 	blocked := listener.BuildSidecarListeners(nil, listener.Options{})
 	if err := blocked[1].FilterChains[1].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "BlackHoleCluster" {
 		t.Errorf("REGISTRY_ONLY fallback %v (%s)", tp.GetCluster(), blocked[1].Name)
+	}
+}
+
+// chainSummary is "name match -> clusters" per chain, for compact checks.
+func chainSummary(t *testing.T, l *listenerv3.Listener) []string {
+	t.Helper()
+	var out []string
+	for _, fc := range l.FilterChains {
+		m := fc.GetFilterChainMatch()
+		s := fmt.Sprintf("%s port=%d %s %v tls=%v ->", fc.Name, m.GetDestinationPort().GetValue(), m.GetTransportProtocol(), m.GetApplicationProtocols(), fc.TransportSocket != nil)
+		for _, f := range fc.Filters {
+			switch f.Name {
+			case "envoy.filters.network.tcp_proxy":
+				tp := &tcpproxy.TcpProxy{}
+				_ = f.GetTypedConfig().UnmarshalTo(tp)
+				s += " tcp:" + tp.GetCluster()
+			case "envoy.filters.network.http_connection_manager":
+				m := &hcm.HttpConnectionManager{}
+				_ = f.GetTypedConfig().UnmarshalTo(m)
+				s += " http:" + m.GetRouteConfig().GetVirtualHosts()[0].GetRoutes()[0].GetRoute().GetCluster()
+			default:
+				s += " " + f.Name
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Inbound chains follow the declared protocol of each port: HTTP ports get
+// an HTTP connection manager in mTLS and plain text, TCP ports a TCP proxy
+// in mTLS, plain text and client TLS, and a port services disagree on gets
+// both, told apart by the inspectors.
+func TestInboundChainsPerProtocol(t *testing.T) {
+	self := svc("app.ns.svc.cluster.local", "10.0.0.5", &model.Port{Name: "http", Port: 80, Protocol: protocol.HTTP})
+	ls := listener.BuildSidecarListeners(nil, listener.Options{Inbound: []listener.InboundTarget{
+		{Port: 8080, Protocol: protocol.HTTP, ServicePort: 80, Services: []*model.Service{self}},
+		{Port: 5432, Protocol: protocol.TCP, ServicePort: 5432, Services: []*model.Service{self}},
+		{Port: 9000, Protocol: protocol.Unsupported, ServicePort: 9000, Services: []*model.Service{self}},
+	}})
+	in := ls[0]
+	if in.Name != "virtualInbound" {
+		t.Fatalf("first listener %s", in.Name)
+	}
+	if err := in.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	got := chainSummary(t, in)
+	want := []string{
+		"virtualInbound-blackhole port=15006  [] tls=false -> istio.metadata_exchange tcp:BlackHoleCluster",
+		"virtualInbound-catchall-http port=0 tls [istio-http/1.0 istio-http/1.1 istio-h2] tls=true -> istio.metadata_exchange http:InboundPassthroughCluster",
+		"virtualInbound-catchall-http port=0 raw_buffer [http/1.1 h2c] tls=false -> istio.metadata_exchange http:InboundPassthroughCluster",
+		"virtualInbound port=0 tls [istio-peer-exchange istio] tls=true -> istio.metadata_exchange tcp:InboundPassthroughCluster",
+		"virtualInbound port=0 raw_buffer [] tls=false -> istio.metadata_exchange tcp:InboundPassthroughCluster",
+		"virtualInbound port=0 tls [] tls=false -> istio.metadata_exchange tcp:InboundPassthroughCluster",
+		"0.0.0.0_5432 port=5432 tls [istio-peer-exchange istio] tls=true -> istio.metadata_exchange tcp:inbound|5432||",
+		"0.0.0.0_5432 port=5432 raw_buffer [] tls=false -> istio.metadata_exchange tcp:inbound|5432||",
+		"0.0.0.0_5432 port=5432 tls [] tls=false -> istio.metadata_exchange tcp:inbound|5432||",
+		"0.0.0.0_8080 port=8080 tls [istio istio-peer-exchange istio-http/1.0 istio-http/1.1 istio-h2] tls=true -> istio.metadata_exchange http:inbound|8080||",
+		"0.0.0.0_8080 port=8080 raw_buffer [] tls=false -> istio.metadata_exchange http:inbound|8080||",
+		"0.0.0.0_9000 port=9000 tls [istio-http/1.0 istio-http/1.1 istio-h2] tls=true -> istio.metadata_exchange http:inbound|9000||",
+		"0.0.0.0_9000 port=9000 raw_buffer [http/1.1 h2c] tls=false -> istio.metadata_exchange http:inbound|9000||",
+		"0.0.0.0_9000 port=9000 tls [istio-peer-exchange istio] tls=true -> istio.metadata_exchange tcp:inbound|9000||",
+		"0.0.0.0_9000 port=9000 raw_buffer [] tls=false -> istio.metadata_exchange tcp:inbound|9000||",
+		"0.0.0.0_9000 port=9000 tls [] tls=false -> istio.metadata_exchange tcp:inbound|9000||",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// the HTTP inspector is off where the protocol is declared, and on the
+	// loop guard port
+	var disabled []int32
+	for _, r := range in.ListenerFilters[2].GetFilterDisabled().GetOrMatch().GetRules() {
+		disabled = append(disabled, r.GetDestinationPortRange().GetStart())
+	}
+	if fmt.Sprint(disabled) != "[5432 8080 15006]" {
+		t.Errorf("http_inspector disabled on %v", disabled)
+	}
+	// the decorator names the service and its port, not the target port
+	m := &hcm.HttpConnectionManager{}
+	_ = in.FilterChains[10].Filters[1].GetTypedConfig().UnmarshalTo(m)
+	if op := m.GetRouteConfig().GetVirtualHosts()[0].GetRoutes()[0].GetDecorator().GetOperation(); op != "app.ns.svc.cluster.local:80/*" {
+		t.Errorf("decorator %q", op)
+	}
+}
+
+// TLS services without a VIP share the wildcard listener of their port,
+// each chain matching its host by SNI; a TLS service with a VIP keeps its
+// own listener.
+func TestTLSServicesBySNI(t *testing.T) {
+	tls := &model.Port{Name: "tls", Port: 443, Protocol: protocol.TLS}
+	ls := listener.BuildSidecarListeners([]*model.Service{
+		svc("b.example.com", "", tls), svc("a.example.com", "", tls), svc("api.ns.svc.cluster.local", "10.0.0.9", &model.Port{Name: "https", Port: 443, Protocol: protocol.HTTPS}),
+	}, listener.Options{AllowAny: true})
+	if ls[0].Name != "0.0.0.0_443" || ls[1].Name != "10.0.0.9_443" {
+		t.Fatalf("listeners %s %s", ls[0].Name, ls[1].Name)
+	}
+	got := chainSummary(t, ls[0])
+	if len(got) != 2 || ls[0].FilterChains[0].FilterChainMatch.ServerNames[0] != "a.example.com" || !strings.HasSuffix(got[1], "tcp:outbound|443||b.example.com") {
+		t.Errorf("SNI chains %v", got)
+	}
+	if ls[0].ListenerFilters[0].Name != "envoy.filters.listener.tls_inspector" || ls[0].DefaultFilterChain.GetName() != "PassthroughFilterChain" {
+		t.Errorf("SNI listener filters %v default %v", ls[0].ListenerFilters, ls[0].DefaultFilterChain.GetName())
+	}
+	if len(ls[1].ListenerFilters) != 0 || ls[1].FilterChains[0].FilterChainMatch != nil {
+		t.Errorf("VIP listener sniffs: %v", ls[1])
+	}
+	for _, l := range ls {
+		if err := l.ValidateAll(); err != nil {
+			t.Errorf("%s: %v", l.Name, err)
+		}
 	}
 }
 

@@ -1,0 +1,72 @@
+package listener
+
+import (
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	corsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
+)
+
+func httpFilter(name string, cfg *anypb.Any) *hcm.HttpFilter {
+	return &hcm.HttpFilter{Name: name, ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: cfg}}
+}
+
+// httpFilters is Istio's HTTP filter chain of a direction: peer metadata
+// and gRPC stats first, ALPN override on outbound (it tells the peer which
+// HTTP version comes over mTLS), then fault, CORS and the router.
+func httpFilters(d telemetry.Direction) []*hcm.HttpFilter {
+	fs := []*hcm.HttpFilter{
+		httpFilter(telemetry.MetadataExchangeName, telemetry.HTTPPeerMetadata(d)),
+		httpFilter(telemetry.GRPCStatsName, telemetry.GRPCStats()),
+	}
+	if d == telemetry.Outbound {
+		fs = append(fs, httpFilter(telemetry.ALPNName, telemetry.ALPN()))
+	}
+	return append(fs,
+		httpFilter("envoy.filters.http.fault", typed(&faultv3.HTTPFault{})),
+		httpFilter("envoy.filters.http.cors", typed(&corsv3.Cors{})),
+		httpFilter("envoy.filters.http.router", typed(&routerv3.Router{})),
+	)
+}
+
+// connectionManager has the settings both directions share.
+func connectionManager(statPrefix string, d telemetry.Direction, o Options) *hcm.HttpConnectionManager {
+	return &hcm.HttpConnectionManager{
+		StatPrefix:                   statPrefix,
+		HttpFilters:                  httpFilters(d),
+		Tracing:                      o.Tracing,
+		StreamIdleTimeout:            durationpb.New(0),
+		AccessLog:                    o.accessLogs(),
+		UseRemoteAddress:             wrapperspb.Bool(false),
+		Proxy_100Continue:            true,
+		NormalizePath:                wrapperspb.Bool(true),
+		UpgradeConfigs:               []*hcm.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		PathWithEscapedSlashesAction: hcm.HttpConnectionManager_KEEP_UNCHANGED,
+		RequestIdExtension: &hcm.RequestIDExtension{TypedConfig: typed(&uuidv3.UuidRequestIdConfig{
+			UseRequestIdForTraceSampling: wrapperspb.Bool(true)})},
+	}
+}
+
+func hcmFilter(m *hcm.HttpConnectionManager) *listenerv3.Filter {
+	return &listenerv3.Filter{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(m)}}
+}
+
+// outboundHTTP routes through the named RDS configuration.
+func outboundHTTP(statPrefix, routeConfig string, o Options) *listenerv3.Filter {
+	m := connectionManager(statPrefix, telemetry.Outbound, o)
+	m.RouteSpecifier = &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{ConfigSource: adsSource(), RouteConfigName: routeConfig}}
+	return hcmFilter(m)
+}
+
+func adsSource() *core.ConfigSource {
+	return &core.ConfigSource{ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}},
+		InitialFetchTimeout: durationpb.New(0), ResourceApiVersion: core.ApiVersion_V3}
+}

@@ -1,0 +1,7 @@
+// Package telemetry builds the filters and settings Istio's proxies use for
+// telemetry and peer discovery, which every sidecar listener and cluster
+// carries: the metadata exchange (network, upstream and HTTP peer metadata),
+// gRPC stats, Istio's ALPN override and the HCM tracing block.
+//
+// Builders return fresh messages; callers may mutate them.
+package telemetry

@@ -1,0 +1,201 @@
+package xds_test
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	meshconfig "istio.io/api/mesh/v1alpha1"
+
+	"github.com/meshplane/istiod/pilot/pkg/config/memory"
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pkg/config/mesh"
+	"github.com/meshplane/istiod/pkg/config/schema/collections"
+)
+
+// referenceProxy is the sidecar whose configuration Istio's answer holds.
+var referenceProxy = adsc.Config{
+	Delta:  true,
+	NodeID: "sidecar~10.244.0.10~productpage-v1-abc.bookinfo~bookinfo.svc.cluster.local",
+	Metadata: map[string]any{
+		"NAMESPACE": "bookinfo", "CLUSTER_ID": "Kubernetes", "MESH_ID": "cluster.local",
+		"LABELS":          map[string]any{"app": "productpage", "version": "v1"},
+		"SERVICE_ACCOUNT": "bookinfo-productpage", "WORKLOAD_NAME": "productpage-v1",
+		"INSTANCE_IPS": "10.244.0.10", "INTERCEPTION_MODE": "REDIRECT",
+	},
+}
+
+// referenceAllowed lists the fields where our answer may differ from
+// Istio's, by xDS type, each with the reason. There are none.
+var referenceAllowed = map[string]map[string]string{}
+
+// TestSidecarConfigMatchesIstio runs the reference mesh through the real
+// registries and generators, connects the reference sidecar over delta ADS
+// and compares every resource of every type with what Istio's istiod sent.
+func TestSidecarConfigMatchesIstio(t *testing.T) {
+	if _, err := os.Stat(referenceDir); err != nil {
+		t.Skipf("reference data not available: %v", err)
+	}
+	src := buildReferenceRegistries(t)
+	_, cfgs := splitInput(t, readFile(t, "input/bookinfo.yaml"))
+	store := memory.New(collections.Pilot)
+	for _, c := range cfgs {
+		if _, err := store.Create(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _, err := mesh.ApplyMeshConfig(string(readFile(t, "input/mesh.yaml")), mesh.DefaultMeshConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: src.agg, EndpointIndex: src.index,
+		Mesh: func() *meshconfig.MeshConfig { return m }})
+	s := newServer(t, false)
+	(&xds.SidecarGenerators{Endpoints: src.index, Discovery: src.agg}).Register(s.ds)
+	s.ds.InitPushContext(env)
+	c := dial(t, s, referenceProxy)
+
+	for _, typ := range []string{xds.ClusterType, xds.EndpointType, xds.ListenerType, xds.RouteType} {
+		short := xds.ShortType(typ)
+		want := referenceResources(t, "real/sidecar-productpage/"+refFile[short])
+		var names []string
+		if typ == xds.EndpointType || typ == xds.RouteType {
+			for n := range want {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+		}
+		if err := c.Watch(typ, names...); err != nil {
+			t.Fatal(err)
+		}
+		next(t, c)
+		got := map[string]map[string]any{}
+		for _, n := range c.State(typ) {
+			got[n] = decode(t, render1(t, c, typ, n)).(map[string]any)
+		}
+		diffResources(t, short, got, want, referenceAllowed[short])
+	}
+}
+
+var refFile = map[string]string{"cds": "clusters.json", "eds": "endpoints.json", "lds": "listeners.json", "rds": "routes.json"}
+
+func render1(t *testing.T, c *adsc.Client, typ, name string) []byte {
+	t.Helper()
+	b, err := protojson.Marshal(c.Resource(typ, name))
+	if err != nil {
+		t.Fatalf("%s %s: %v", typ, name, err)
+	}
+	return b
+}
+
+func referenceResources(t *testing.T, rel string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, r := range decode(t, readFile(t, rel)).([]any) {
+		m := r.(map[string]any)
+		name, _ := m["name"].(string)
+		if name == "" {
+			name, _ = m["clusterName"].(string)
+		}
+		out[name] = m
+	}
+	return out
+}
+
+// diffResources reports resources one side lacks and, per resource, every
+// top-level field that differs unless allowed.
+func diffResources(t *testing.T, typ string, got, want map[string]map[string]any, allowed map[string]string) {
+	t.Helper()
+	for n := range want {
+		if _, ok := got[n]; !ok {
+			t.Errorf("%s: Istio sends %q, we do not", typ, n)
+		}
+	}
+	for n, g := range got {
+		w, ok := want[n]
+		if !ok {
+			t.Errorf("%s: we send %q, Istio does not", typ, n)
+			continue
+		}
+		keys := map[string]bool{}
+		for k := range g {
+			keys[k] = true
+		}
+		for k := range w {
+			keys[k] = true
+		}
+		var sorted []string
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			if _, ok := allowed[k]; ok {
+				continue
+			}
+			for _, d := range jsonDiff(k, g[k], w[k]) {
+				t.Errorf("%s %s: %s", typ, n, d)
+			}
+		}
+	}
+}
+
+// jsonDiff lists the paths where two decoded JSON values differ, with both
+// values (clipped).
+func jsonDiff(path string, got, want any) []string {
+	if reflect.DeepEqual(got, want) {
+		return nil
+	}
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := map[string]bool{}
+		for k := range g {
+			keys[k] = true
+		}
+		for k := range w {
+			keys[k] = true
+		}
+		var sorted []string
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		var out []string
+		for _, k := range sorted {
+			out = append(out, jsonDiff(path+"."+k, g[k], w[k])...)
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			break
+		}
+		var out []string
+		for i := range w {
+			out = append(out, jsonDiff(path+"["+strconv.Itoa(i)+"]", g[i], w[i])...)
+		}
+		return out
+	}
+	gb, _ := json.Marshal(got)
+	wb, _ := json.Marshal(want)
+	return []string{path + " differs\n got  " + clip(gb) + "\n want " + clip(wb)}
+}
+
+func clip(b []byte) string {
+	s := string(b)
+	if len(s) > 3000 {
+		return s[:3000] + "…"
+	}
+	return strings.TrimSpace(s)
+}
