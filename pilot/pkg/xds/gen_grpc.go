@@ -15,6 +15,7 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -164,42 +165,89 @@ func virtualServiceFor(push *model.PushContext, proxy *model.Proxy, host string)
 }
 
 func (g *SidecarGenerators) grpcClusters(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
-	push := req.Push
-	want := map[string]bool{}
-	hosts := map[string]bool{}
-	for _, n := range w.Names() {
-		if _, _, host, _, ok := cluster.ParseSubsetKey(n); ok {
-			want[n] = true
-			hosts[host] = true
-		}
-	}
+	names := w.Names()
+	sort.Strings(names)
 	var out []*clusterCfg
-	for host := range hosts {
-		svc := push.ServiceForHostname(proxy, host)
-		if svc == nil {
-			continue
-		}
-		for _, c := range cluster.BuildOutbound(svc, cluster.Options{Mesh: push.Mesh, DestinationRule: destinationRule(push, proxy, svc)}) {
-			if want[c.Name] || w.Wildcard {
-				out = append(out, grpcCluster(c))
-			}
+	for _, name := range names {
+		if c := grpcCluster(req.Push, proxy, name); c != nil {
+			out = append(out, c)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return toResources(ClusterType, out, func(c *clusterCfg) string { return c.Name }), nil
 }
 
-// grpcCluster keeps what proxyless clients use: discovery, load balancing,
-// circuit breakers and outlier detection. Sidecar transport sockets (mTLS
-// through the agent's SDS) do not apply to them.
-func grpcCluster(c *clusterv3.Cluster) *clusterv3.Cluster {
-	out := &clusterv3.Cluster{
-		Name: c.Name, AltStatName: c.AltStatName, ClusterDiscoveryType: c.ClusterDiscoveryType,
-		EdsClusterConfig: c.EdsClusterConfig, LbPolicy: c.LbPolicy, LbConfig: c.LbConfig,
-		OutlierDetection: c.OutlierDetection, LoadAssignment: c.LoadAssignment, ConnectTimeout: c.ConnectTimeout,
+// grpcCluster builds one requested outbound cluster, or nil when its
+// service, port or subset does not exist. As Istio does for proxyless
+// clients, it is always an EDS cluster over ADS and carries only what the
+// destination rule sets and grpc-go honours: load balancing (see
+// grpcLoadBalancer) and max_requests from http2MaxRequests. Connect timeouts,
+// outlier detection and the sidecar's default limits are not sent; nor is
+// TLS, which needs the certificate providers of an agent's bootstrap.
+func grpcCluster(push *model.PushContext, proxy *model.Proxy, name string) *clusterv3.Cluster {
+	dir, subset, host, port, ok := cluster.ParseSubsetKey(name)
+	if !ok || dir != cluster.Outbound {
+		return nil
 	}
-	if th := c.GetCircuitBreakers().GetThresholds(); len(th) > 0 && th[0].MaxRequests != nil {
-		out.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{MaxRequests: th[0].MaxRequests}}}
+	svc := push.ServiceForHostname(proxy, host)
+	if svc == nil {
+		return nil
 	}
-	return out
+	if _, ok := svc.Ports.GetByPort(port); !ok {
+		return nil
+	}
+	dr := destinationRule(push, proxy, svc)
+	var root, sub *networking.TrafficPolicy
+	if dr != nil {
+		root = dr.Spec.(*networking.DestinationRule).GetTrafficPolicy()
+	}
+	if subset != "" {
+		var labels map[string]string
+		if labels, sub = subsetOf(dr, subset); labels == nil {
+			return nil
+		}
+	}
+	pol := cluster.MergeTrafficPolicy(root, sub, port)
+	c := &clusterv3.Cluster{
+		Name: name, AltStatName: name + ";",
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
+		EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{ServiceName: name,
+			EdsConfig: &core.ConfigSource{ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}}}},
+	}
+	grpcLoadBalancer(c, pol.GetLoadBalancer())
+	if n := pol.GetConnectionPool().GetHttp().GetHttp2MaxRequests(); n > 0 {
+		c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(uint32(n))}}}
+	}
+	return c
+}
+
+// grpcLoadBalancer sets what Istio sends proxyless clients: LEAST_REQUEST
+// when the rule asks for it, and consistent hashing as a ring hash; anything
+// else (RANDOM, unset) leaves the client's default, round robin. Istio sends
+// Maglev as asked, which grpc-go does not implement: it rejects the whole
+// CDS response, so every cluster of the client goes stale. Here a Maglev
+// rule gets a ring hash of the default size, the same affinity.
+func grpcLoadBalancer(c *clusterv3.Cluster, lb *networking.LoadBalancerSettings) {
+	if lb.GetSimple() == networking.LoadBalancerSettings_LEAST_REQUEST {
+		c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+		return
+	}
+	ch := lb.GetConsistentHash()
+	switch {
+	case ch == nil:
+	case ch.GetMaglev() != nil:
+		c.LbPolicy = clusterv3.Cluster_RING_HASH
+		c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: wrapperspb.UInt64(1024)}}
+	case ch.GetRingHash() != nil:
+		c.LbPolicy = clusterv3.Cluster_RING_HASH
+		if size := ch.GetRingHash().GetMinimumRingSize(); size > 0 {
+			c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: wrapperspb.UInt64(size)}}
+		}
+	default:
+		size := ch.GetMinimumRingSize() //nolint:staticcheck // the deprecated field is what this form of the rule sets
+		if size == 0 {
+			size = 1024
+		}
+		c.LbPolicy = clusterv3.Cluster_RING_HASH
+		c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: wrapperspb.UInt64(size)}}
+	}
 }

@@ -43,20 +43,7 @@ func TestSidecarConfigMatchesIstio(t *testing.T) {
 	if _, err := os.Stat(referenceDir); err != nil {
 		t.Skipf("reference data not available: %v", err)
 	}
-	src := buildReferenceRegistries(t)
-	_, cfgs := splitInput(t, readFile(t, "input/bookinfo.yaml"))
-	store := memory.New(collections.Pilot)
-	for _, c := range cfgs {
-		if _, err := store.Create(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, _, err := mesh.ApplyMeshConfig(string(readFile(t, "input/mesh.yaml")), mesh.DefaultMeshConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: src.agg, EndpointIndex: src.index,
-		Mesh: func() *meshconfig.MeshConfig { return m }})
+	src, env := referenceEnv(t)
 	s := newServer(t, false)
 	(&xds.SidecarGenerators{Endpoints: src.index, Discovery: src.agg}).Register(s.ds)
 	s.ds.InitPushContext(env)
@@ -82,6 +69,27 @@ func TestSidecarConfigMatchesIstio(t *testing.T) {
 		}
 		diffResources(t, short, got, want, referenceAllowed[short])
 	}
+}
+
+// referenceEnv runs the reference mesh's Kubernetes objects through the
+// registries and its Istio objects and mesh file into an environment.
+func referenceEnv(t *testing.T) (registrySource, *model.Environment) {
+	t.Helper()
+	src := buildReferenceRegistries(t)
+	_, cfgs := splitInput(t, readFile(t, "input/bookinfo.yaml"))
+	store := memory.New(collections.Pilot)
+	for _, c := range cfgs {
+		if _, err := store.Create(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _, err := mesh.ApplyMeshConfig(string(readFile(t, "input/mesh.yaml")), mesh.DefaultMeshConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: src.agg, EndpointIndex: src.index,
+		Mesh: func() *meshconfig.MeshConfig { return m }})
+	return src, env
 }
 
 var refFile = map[string]string{"cds": "clusters.json", "eds": "endpoints.json", "lds": "listeners.json", "rds": "routes.json"}
