@@ -15,6 +15,10 @@ import (
 // Subscriber callbacks run with that lock held: they must not block and must
 // not call back into this collection (they only queue work or update an
 // index under its own lock).
+//
+// Indexes are fed each change before any subscriber: a subscriber only queues
+// the change for a goroutine (a handler, a derived collection) that may run
+// at once and read an index, so it must find the change there already.
 type collectionBase[T any] struct {
 	meta  Metadata
 	keyOf func(T) string
@@ -25,6 +29,7 @@ type collectionBase[T any] struct {
 	items    map[string]T
 	subs     map[uint64]*subscriber[T]
 	nextSub  uint64
+	indexes  []func([]Event[T]) // fed every change before subs
 	synced   atomic.Bool
 	syncedCh chan struct{}
 	// exited is closed when the collection's goroutine (derived, join,
@@ -181,6 +186,9 @@ func (b *collectionBase[T]) applyLocked(changes []change[T]) []Event[T] {
 		return nil
 	}
 	b.sorted.Store(nil)
+	for _, ix := range b.indexes {
+		ix(events)
+	}
 	for _, s := range b.subs {
 		s.onEvents(events)
 	}
@@ -208,18 +216,10 @@ func (b *collectionBase[T]) markSynced() {
 func (b *collectionBase[T]) subscribe(s *subscriber[T], runExisting bool) (cancel func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if runExisting && len(b.items) > 0 {
-		keys := make([]string, 0, len(b.items))
-		for k := range b.items {
-			keys = append(keys, k)
+	if runExisting {
+		if events := b.existingLocked(); len(events) > 0 {
+			s.onEvents(events)
 		}
-		slices.Sort(keys)
-		events := make([]Event[T], len(keys))
-		for i, k := range keys {
-			v := b.items[k]
-			events[i] = Event[T]{New: &v, Event: EventAdd}
-		}
-		s.onEvents(events)
 	}
 	if b.synced.Load() {
 		s.onSynced()
@@ -232,6 +232,37 @@ func (b *collectionBase[T]) subscribe(s *subscriber[T], runExisting bool) (cance
 		delete(b.subs, id)
 		b.mu.Unlock()
 	}
+}
+
+// addIndex feeds onEvents the current objects, as adds, and then every
+// change, each before any subscriber hears of it (see applyLocked). It is
+// never removed: an index lives as long as its collection.
+func (b *collectionBase[T]) addIndex(onEvents func([]Event[T])) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if events := b.existingLocked(); len(events) > 0 {
+		onEvents(events)
+	}
+	b.indexes = append(b.indexes, onEvents)
+}
+
+// existingLocked returns the current objects as adds, sorted by key. The
+// caller holds mu.
+func (b *collectionBase[T]) existingLocked() []Event[T] {
+	if len(b.items) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(b.items))
+	for k := range b.items {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	events := make([]Event[T], len(keys))
+	for i, k := range keys {
+		v := b.items[k]
+		events[i] = Event[T]{New: &v, Event: EventAdd}
+	}
+	return events
 }
 
 // source is implemented by every collection of this package; the library

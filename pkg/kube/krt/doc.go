@@ -37,6 +37,9 @@
 //
 //   - Writes to static and informer collections apply synchronously: when
 //     Set returns, GetKey, List and indexes see it.
+//   - A collection's indexes reflect a change before any handler or derived
+//     collection is told of it: a handler reading an index while handling
+//     an event sees at least that event's state (or a later one).
 //   - Derived and join collections are eventually consistent. Each has one
 //     goroutine that recomputes, level-triggered, the inputs marked dirty by
 //     events, from the inputs' current state; an output never goes back to an

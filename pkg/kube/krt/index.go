@@ -7,7 +7,9 @@ import (
 
 // index maps secondary keys to objects. It is updated synchronously from the
 // collection's changes (under the collection's lock), so once a write to the
-// collection returns, Lookup reflects it.
+// collection returns, Lookup reflects it; and it is updated before any
+// subscriber is told of a change, so a handler (or derived collection)
+// handling an event finds that event's change in Lookup.
 type index[K comparable, T any] struct {
 	keyOf   func(T) string
 	extract func(T) []K
@@ -29,7 +31,7 @@ func NewIndex[K comparable, T any](c Collection[T], extract func(T) []K) Index[K
 		objects: map[K]map[string]T{},
 		indexed: map[string][]K{},
 	}
-	b.subscribe(&subscriber[T]{onEvents: idx.onEvents, onSynced: func() {}}, true)
+	b.addIndex(idx.onEvents)
 	return idx
 }
 

@@ -15,7 +15,9 @@ const problemSource = "serviceentry"
 // for each namespace/host whose service or endpoints changed, a SvcUpdate
 // (add, update or delete, judged over every ServiceEntry of the host) and an
 // EDSUpdate with the union of their endpoints; then one full push for the
-// services that changed.
+// services that changed. The host's current ServiceEntries are read from
+// byHost, which krt updates before it queues the events to this handler: the
+// lookup reflects at least these events (possibly later ones, which follow).
 func (c *Controller) onServiceEntryEvents(events []krt.Event[seInfo]) {
 	var touched []string
 	svcChanged := map[string]bool{}
