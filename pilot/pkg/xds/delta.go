@@ -198,11 +198,17 @@ func removedNames(w *WatchedResource, sent, current map[string]string) []string 
 	return out
 }
 
-// resourceVersion is a content hash of a resource.
+// resourceVersion is the version of a resource: the one its generator set,
+// else a content hash.
 func resourceVersion(r *discovery.Resource) string {
 	if r.Version != "" {
 		return r.Version
 	}
-	h := sha256.Sum256(r.GetResource().GetValue())
+	return contentVersion(r.GetResource().GetValue())
+}
+
+// contentVersion is a content hash of a serialised resource.
+func contentVersion(b []byte) string {
+	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }

@@ -13,13 +13,12 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pkg/config"
 )
@@ -75,8 +74,8 @@ func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *WatchedResource
 				RouteConfigName: cluster.SubsetKey(cluster.Outbound, "", svc.Hostname, port.Port),
 			}},
 			HttpFilters: []*hcm.HttpFilter{
-				{Name: "envoy.filters.http.fault", ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: typed(&faultv3.HTTPFault{})}},
-				{Name: "envoy.filters.http.router", ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: typed(&routerv3.Router{})}},
+				{Name: "envoy.filters.http.fault", ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: protoconv.MessageToAny(&faultv3.HTTPFault{})}},
+				{Name: "envoy.filters.http.router", ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: protoconv.MessageToAny(&routerv3.Router{})}},
 			},
 		}
 		addr := svc.DefaultAddress
@@ -87,15 +86,10 @@ func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *WatchedResource
 			Name: name,
 			Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
 				Address: addr, PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(port.Port)}}}},
-			ApiListener: &listenerv3.ApiListener{ApiListener: typed(m)},
+			ApiListener: &listenerv3.ApiListener{ApiListener: protoconv.MessageToAny(m)},
 		})
 	}
 	return toResources(ListenerType, out, func(l *listenerCfg) string { return l.Name }), nil
-}
-
-func typed(m proto.Message) *anypb.Any {
-	a, _ := anypb.New(m)
-	return a
 }
 
 func virtualServiceHosts(c *config.Config) []string {

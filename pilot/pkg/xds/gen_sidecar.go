@@ -53,7 +53,9 @@ func toResources[T interface {
 		if err != nil {
 			continue
 		}
-		out = append(out, &discovery.Resource{Name: name(m), Resource: &anypb.Any{TypeUrl: typeURL, Value: b}})
+		// the version is computed once here, where cached resources are
+		// built, rather than per connection that sends them
+		out = append(out, &discovery.Resource{Name: name(m), Version: contentVersion(b), Resource: &anypb.Any{TypeUrl: typeURL, Value: b}})
 	}
 	return out
 }

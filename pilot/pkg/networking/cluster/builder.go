@@ -13,7 +13,6 @@ import (
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/endpoint"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
@@ -242,22 +242,17 @@ func metadataExchange() []*clusterv3.Filter {
 // concurrent UDP queries.
 func caresResolver() *core.TypedExtensionConfig {
 	return &core.TypedExtensionConfig{Name: "envoy.network.dns_resolver.cares",
-		TypedConfig: typed(&caresv3.CaresDnsResolverConfig{UdpMaxQueries: u32(100)})}
+		TypedConfig: protoconv.MessageToAny(&caresv3.CaresDnsResolverConfig{UdpMaxQueries: u32(100)})}
 }
 
 // downstreamProtocol makes a passthrough cluster speak whatever HTTP version
 // the downstream spoke, with Istio's idle timeout.
 func downstreamProtocol() map[string]*anypb.Any {
-	return map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": typed(&httpv3.HttpProtocolOptions{
+	return map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": protoconv.MessageToAny(&httpv3.HttpProtocolOptions{
 		CommonHttpProtocolOptions: &core.HttpProtocolOptions{IdleTimeout: durationpb.New(300 * time.Second)},
 		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{UseDownstreamProtocolConfig: &httpv3.HttpProtocolOptions_UseDownstreamHttpConfig{
 			HttpProtocolOptions: &core.Http1ProtocolOptions{}, Http2ProtocolOptions: &core.Http2ProtocolOptions{}}},
 	})}
-}
-
-func typed(m proto.Message) *anypb.Any {
-	a, _ := anypb.New(m)
-	return a
 }
 
 // sans merges the service's declared accounts with its endpoints',

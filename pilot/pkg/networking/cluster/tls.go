@@ -5,10 +5,11 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rawbuffer "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 )
 
 // SDS secret names the Istio agent serves.
@@ -37,12 +38,12 @@ func SDSSecretConfig(name string) *tlsv3.SdsSecretConfig {
 }
 
 func tlsSocket(ctx *tlsv3.UpstreamTlsContext) *core.TransportSocket {
-	a, _ := anypb.New(ctx)
+	a := protoconv.MessageToAny(ctx)
 	return &core.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: a}}
 }
 
 func rawBufferSocket() *core.TransportSocket {
-	a, _ := anypb.New(&rawbuffer.RawBuffer{})
+	a := protoconv.MessageToAny(&rawbuffer.RawBuffer{})
 	return &core.TransportSocket{Name: "envoy.transport_sockets.raw_buffer", ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: a}}
 }
 

@@ -4,6 +4,8 @@ import (
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filelog "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
+
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 )
 
 // DefaultAccessLogFormat is the text format Istio's proxies log with when the
@@ -31,7 +33,7 @@ func (o Options) accessLogs() []*accesslogv3.AccessLog {
 			Format: &core.SubstitutionFormatString_TextFormatSource{TextFormatSource: &core.DataSource{
 				Specifier: &core.DataSource_InlineString{InlineString: format}}}}},
 	}
-	return []*accesslogv3.AccessLog{{Name: "envoy.access_loggers.file", ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: typed(fl)}}}
+	return []*accesslogv3.AccessLog{{Name: "envoy.access_loggers.file", ConfigType: &accesslogv3.AccessLog_TypedConfig{TypedConfig: protoconv.MessageToAny(fl)}}}
 }
 
 // noRouteLogs log, at the listener, connections no filter chain took

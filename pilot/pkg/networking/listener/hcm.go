@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 )
 
@@ -31,9 +32,9 @@ func httpFilters(d telemetry.Direction) []*hcm.HttpFilter {
 		fs = append(fs, httpFilter(telemetry.ALPNName, telemetry.ALPN()))
 	}
 	return append(fs,
-		httpFilter("envoy.filters.http.fault", typed(&faultv3.HTTPFault{})),
-		httpFilter("envoy.filters.http.cors", typed(&corsv3.Cors{})),
-		httpFilter("envoy.filters.http.router", typed(&routerv3.Router{})),
+		httpFilter("envoy.filters.http.fault", protoconv.MessageToAny(&faultv3.HTTPFault{})),
+		httpFilter("envoy.filters.http.cors", protoconv.MessageToAny(&corsv3.Cors{})),
+		httpFilter("envoy.filters.http.router", protoconv.MessageToAny(&routerv3.Router{})),
 	)
 }
 
@@ -50,13 +51,13 @@ func connectionManager(statPrefix string, d telemetry.Direction, o Options) *hcm
 		NormalizePath:                wrapperspb.Bool(true),
 		UpgradeConfigs:               []*hcm.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 		PathWithEscapedSlashesAction: hcm.HttpConnectionManager_KEEP_UNCHANGED,
-		RequestIdExtension: &hcm.RequestIDExtension{TypedConfig: typed(&uuidv3.UuidRequestIdConfig{
+		RequestIdExtension: &hcm.RequestIDExtension{TypedConfig: protoconv.MessageToAny(&uuidv3.UuidRequestIdConfig{
 			UseRequestIdForTraceSampling: wrapperspb.Bool(true)})},
 	}
 }
 
 func hcmFilter(m *hcm.HttpConnectionManager) *listenerv3.Filter {
-	return &listenerv3.Filter{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(m)}}
+	return &listenerv3.Filter{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(m)}}
 }
 
 // outboundHTTP routes through the named RDS configuration.

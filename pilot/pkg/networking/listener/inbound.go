@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
@@ -40,7 +41,7 @@ func virtualInbound(o Options) *listenerv3.Listener {
 		Address:          address(wildcard, InboundPort),
 		TrafficDirection: core.TrafficDirection_INBOUND,
 		ListenerFilters: []*listenerv3.ListenerFilter{
-			{Name: "envoy.filters.listener.original_dst", ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&origdst.OriginalDst{})}},
+			{Name: "envoy.filters.listener.original_dst", ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: protoconv.MessageToAny(&origdst.OriginalDst{})}},
 			withDisabled(tlsInspector(), []int{InboundPort}),
 			withDisabled(httpInspector(), append(o.knownProtocolPorts(), InboundPort)),
 		},
@@ -209,5 +210,5 @@ func (o Options) mtlsSocket(tcp bool) *core.TransportSocket {
 			AlpnProtocols: alpn,
 		},
 	}
-	return &core.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: typed(ctx)}}
+	return &core.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: protoconv.MessageToAny(ctx)}}
 }

@@ -17,13 +17,12 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
@@ -64,11 +63,6 @@ type InboundTarget struct {
 	// one's port number.
 	Services    []*model.Service
 	ServicePort int
-}
-
-func typed(m proto.Message) *anypb.Any {
-	a, _ := anypb.New(m)
-	return a
 }
 
 // BuildSidecarListeners builds every listener of a sidecar for the services
@@ -125,7 +119,7 @@ func tcpProxy(clusterName string, o Options, withLog bool) *listenerv3.Filter {
 	if withLog {
 		tp.AccessLog = o.accessLogs()
 	}
-	return &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: typed(tp)}}
+	return &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(tp)}}
 }
 
 // metadataExchange is the network filter that reads the peer's workload

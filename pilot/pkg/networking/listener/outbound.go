@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 )
 
 // connectTimeout bounds the transport handshake of outbound chains.
@@ -42,12 +43,12 @@ func passthroughChain(o Options) *listenerv3.FilterChain {
 
 func httpInspector() *listenerv3.ListenerFilter {
 	return &listenerv3.ListenerFilter{Name: "envoy.filters.listener.http_inspector",
-		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&httpinspector.HttpInspector{})}}
+		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: protoconv.MessageToAny(&httpinspector.HttpInspector{})}}
 }
 
 func tlsInspector() *listenerv3.ListenerFilter {
 	return &listenerv3.ListenerFilter{Name: "envoy.filters.listener.tls_inspector",
-		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: typed(&tlsinspector.TlsInspector{InitialReadBufferSize: wrapperspb.UInt32(512)})}}
+		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: protoconv.MessageToAny(&tlsinspector.TlsInspector{InitialReadBufferSize: wrapperspb.UInt32(512)})}}
 }
 
 // httpListener serves every HTTP service of a port, picked by host through

@@ -12,7 +12,6 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	previoushosts "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config"
 )
 
@@ -119,7 +119,7 @@ func dedupe(in []string) []string {
 
 // defaultRetry is the retry policy Istio gives routes without one.
 func defaultRetry() *routev3.RetryPolicy {
-	a, _ := anypb.New(&previoushosts.PreviousHostsPredicate{})
+	a := protoconv.MessageToAny(&previoushosts.PreviousHostsPredicate{})
 	return &routev3.RetryPolicy{
 		RetryOn:                       "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes",
 		NumRetries:                    wrapperspb.UInt32(2),

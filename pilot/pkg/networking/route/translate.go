@@ -16,6 +16,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config"
 )
 
@@ -45,11 +46,11 @@ func translateRoute(hr *networking.HTTPRoute, m *networking.HTTPMatchRequest, po
 	}
 	applyHeaders(r, hr.Headers)
 	if f := fault(hr.Fault); f != nil {
-		a, _ := anypb.New(f)
+		a := protoconv.MessageToAny(f)
 		r.TypedPerFilterConfig = map[string]*anypb.Any{"envoy.filters.http.fault": a}
 	}
 	if c := cors(hr.CorsPolicy); c != nil {
-		a, _ := anypb.New(c)
+		a := protoconv.MessageToAny(c)
 		if r.TypedPerFilterConfig == nil {
 			r.TypedPerFilterConfig = map[string]*anypb.Any{}
 		}

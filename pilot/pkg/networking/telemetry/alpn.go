@@ -3,6 +3,8 @@ package telemetry
 import (
 	"google.golang.org/protobuf/types/known/anypb"
 	alpn "istio.io/api/envoy/config/filter/http/alpn/v2alpha1"
+
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 )
 
 // ALPNName is Istio's ALPN override HTTP filter.
@@ -12,7 +14,7 @@ const ALPNName = "istio.alpn"
 // request next to "istio", so the peer's inbound listener can pick its HTTP
 // chain without sniffing.
 func ALPN() *anypb.Any {
-	return typed(&alpn.FilterConfig{AlpnOverride: []*alpn.FilterConfig_AlpnOverride{
+	return protoconv.MessageToAny(&alpn.FilterConfig{AlpnOverride: []*alpn.FilterConfig_AlpnOverride{
 		{UpstreamProtocol: alpn.FilterConfig_HTTP10, AlpnOverride: []string{"istio-http/1.0", "istio", "http/1.0"}},
 		{UpstreamProtocol: alpn.FilterConfig_HTTP11, AlpnOverride: []string{"istio-http/1.1", "istio", "http/1.1"}},
 		{UpstreamProtocol: alpn.FilterConfig_HTTP2, AlpnOverride: []string{"istio-h2", "istio", "h2"}},

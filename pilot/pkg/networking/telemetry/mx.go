@@ -3,10 +3,11 @@ package telemetry
 import (
 	udpa "github.com/cncf/xds/go/udpa/type/v1"
 	grpcstats "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_stats/v3"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 )
 
 // MetadataExchangeName is the filter name Istio's proxies register the
@@ -21,11 +22,6 @@ const PeerExchangeALPN = "istio-peer-exchange"
 // GRPCStatsName is the gRPC stats HTTP filter.
 const GRPCStatsName = "envoy.filters.http.grpc_stats"
 
-func typed(m proto.Message) *anypb.Any {
-	a, _ := anypb.New(m)
-	return a
-}
-
 // typedStruct wraps an extension config the Envoy protos do not define
 // (Istio's own filters) the way Istio sends it: a TypedStruct carrying the
 // config's type URL and its fields as JSON.
@@ -34,7 +30,7 @@ func typedStruct(typeURL string, fields map[string]any) *anypb.Any {
 	if err != nil {
 		panic(err) // fields are constants of this package
 	}
-	return typed(&udpa.TypedStruct{TypeUrl: typeURL, Value: v})
+	return protoconv.MessageToAny(&udpa.TypedStruct{TypeUrl: typeURL, Value: v})
 }
 
 // MetadataExchange is the config of the TCP metadata exchange, used as a
@@ -71,6 +67,6 @@ func HTTPPeerMetadata(d Direction) *anypb.Any {
 
 // GRPCStats counts gRPC messages per call without per-method stats.
 func GRPCStats() *anypb.Any {
-	return typed(&grpcstats.FilterConfig{EmitFilterState: true,
+	return protoconv.MessageToAny(&grpcstats.FilterConfig{EmitFilterState: true,
 		PerMethodStatSpecifier: &grpcstats.FilterConfig_StatsForAllMethods{StatsForAllMethods: wrapperspb.Bool(false)}})
 }

@@ -1,0 +1,24 @@
+// Package protoconv packs Envoy config messages into Any fields.
+//
+// Packing is deterministic (map entries in key order), so the same config
+// always has the same bytes: resource versions are content hashes, and a
+// push that changes nothing must send nothing.
+package protoconv
+
+import (
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+var deterministic = proto.MarshalOptions{Deterministic: true}
+
+// MessageToAny packs m. It panics if m cannot be marshalled, which only a
+// message with invalid UTF-8 in a string field can cause: config builders
+// copy strings from validated input.
+func MessageToAny(m proto.Message) *anypb.Any {
+	a := &anypb.Any{}
+	if err := anypb.MarshalFrom(a, m, deterministic); err != nil {
+		panic(err)
+	}
+	return a
+}
