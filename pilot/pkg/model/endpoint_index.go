@@ -3,7 +3,9 @@ package model
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // This file holds the endpoint index: the endpoints of every service, sharded
@@ -60,6 +62,37 @@ type EndpointShards struct {
 	mu              sync.RWMutex
 	shards          map[ShardKey][]*IstioEndpoint
 	serviceAccounts map[string]struct{}
+	// version changes with every write; versions are unique across all
+	// shards of every index, so a service deleted and created again never
+	// repeats one.
+	version uint64
+}
+
+// shardVersions hands out EndpointShards versions.
+var shardVersions atomic.Uint64
+
+// touchLocked marks a write. The caller holds mu.
+func (s *EndpointShards) touchLocked() { s.version = shardVersions.Add(1) }
+
+// Ordered returns every endpoint of the service, shard by shard in shard key
+// order, and the version they are at: the same version always comes with
+// the same endpoints, so what is built from them can be cached by it. The
+// endpoints are shared and read-only.
+func (s *EndpointShards) Ordered() ([]*IstioEndpoint, uint64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	keys := make([]ShardKey, 0, len(s.shards))
+	n := 0
+	for k, eps := range s.shards {
+		keys = append(keys, k)
+		n += len(eps)
+	}
+	slices.SortFunc(keys, func(a, b ShardKey) int { return strings.Compare(a.String(), b.String()) })
+	out := make([]*IstioEndpoint, 0, n)
+	for _, k := range keys {
+		out = append(out, s.shards[k]...)
+	}
+	return out, s.version
 }
 
 // ShardsView is a point-in-time copy of one service's shards: the map is the
@@ -172,6 +205,7 @@ func (x *EndpointIndex) UpdateServiceEndpoints(shard ShardKey, hostname, namespa
 	old, had := s.shards[shard]
 	changed := !had || endpointsChanged(old, eps)
 	s.shards[shard] = eps
+	s.touchLocked()
 	saChanged := s.recomputeServiceAccounts()
 	switch {
 	case created || saChanged:
@@ -223,6 +257,7 @@ func (x *EndpointIndex) deleteServiceShard(shard ShardKey, hostname, namespace s
 	s.mu.Lock()
 	_, had := s.shards[shard]
 	delete(s.shards, shard)
+	s.touchLocked()
 	saChanged := s.recomputeServiceAccounts()
 	empty := len(s.shards) == 0
 	s.mu.Unlock()

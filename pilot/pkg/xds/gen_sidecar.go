@@ -8,11 +8,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
-	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
-	"github.com/meshplane/istiod/pilot/pkg/networking/endpoint"
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
@@ -27,6 +25,7 @@ type SidecarGenerators struct {
 	Discovery model.ServiceDiscovery
 
 	cache resourceCache
+	eds   edsCache
 }
 
 // Register installs the sidecar generators as the defaults.
@@ -56,27 +55,6 @@ func toResources[T interface {
 		// the version is computed once here, where cached resources are
 		// built, rather than per connection that sends them
 		out = append(out, &discovery.Resource{Name: name(m), Version: contentVersion(b), Resource: &anypb.Any{TypeUrl: typeURL, Value: b}})
-	}
-	return out
-}
-
-func (g *SidecarGenerators) serviceEndpoints(svc *model.Service) []*model.IstioEndpoint {
-	if g.Endpoints == nil {
-		return nil
-	}
-	shards, ok := g.Endpoints.ShardsFor(svc.Hostname, svc.Attributes.Namespace)
-	if !ok {
-		return nil
-	}
-	view := shards.View()
-	keys := make([]string, 0, len(view.Shards))
-	for k := range view.Shards {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out []*model.IstioEndpoint
-	for _, k := range keys {
-		out = append(out, view.Shards[k]...)
 	}
 	return out
 }
@@ -145,7 +123,10 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *WatchedResource, req
 		key := cacheKey{typeURL: ClusterType, namespace: proxy.ConfigNamespace, name: svc.Key()}
 		res = append(res, g.cache.get(push, key, func() []*discovery.Resource {
 			opts := cluster.Options{Mesh: m, DestinationRule: destinationRule(push, proxy, svc), ServiceAccounts: g.serviceAccounts(svc),
-				Endpoints: func(p *model.Port) []*model.IstioEndpoint { return portEndpoints(g.serviceEndpoints(svc), p) }}
+				Endpoints: func(p *model.Port) []*model.IstioEndpoint {
+					eps, _ := g.orderedEndpoints(svc)
+					return portEndpoints(eps, p)
+				}}
 			return toResources(ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
 		})...)
 	}
@@ -154,84 +135,6 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *WatchedResource, req
 		out = append(out, cluster.BuildInbound(t.Port, t.Services, m))
 	}
 	return append(res, toResources(ClusterType, out, func(c *clusterCfg) string { return c.Name })...), nil
-}
-
-func portEndpoints(eps []*model.IstioEndpoint, p *model.Port) []*model.IstioEndpoint {
-	var out []*model.IstioEndpoint
-	for _, ep := range eps {
-		if ep.ServicePortName == p.Name {
-			out = append(out, ep)
-		}
-	}
-	return out
-}
-
-func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
-	push := req.Push
-	names := w.Names()
-	sort.Strings(names)
-	var out []*loadAssignment
-	for _, name := range names {
-		dir, subset, host, port, ok := cluster.ParseSubsetKey(name)
-		if !ok || dir != cluster.Outbound {
-			continue
-		}
-		svc := push.ServiceForHostname(proxy, host)
-		if svc == nil {
-			out = append(out, endpoint.Build(name, nil, endpoint.Options{}))
-			continue
-		}
-		p, ok := svc.Ports.GetByPort(port)
-		if !ok {
-			continue
-		}
-		opts := endpoint.Options{PortName: p.Name, Network: proxyNetwork(proxy)}
-		dr := destinationRule(push, proxy, svc)
-		var subsetPolicy *networking.TrafficPolicy
-		if subset != "" {
-			opts.SubsetLabels, subsetPolicy = subsetOf(dr, subset)
-			if opts.SubsetLabels == nil {
-				out = append(out, endpoint.Build(name, nil, endpoint.Options{}))
-				continue
-			}
-		}
-		la := endpoint.Build(name, g.serviceEndpoints(svc), opts)
-		if proxy.Locality != "" {
-			var root *networking.TrafficPolicy
-			if dr != nil {
-				root = dr.Spec.(*networking.DestinationRule).GetTrafficPolicy()
-			}
-			pol := cluster.MergeTrafficPolicy(root, subsetPolicy, port)
-			endpoint.ApplyLocalityLB(la, endpoint.ParseLocality(proxy.Locality), cluster.LocalitySetting(pol, push.Mesh), pol.GetOutlierDetection() != nil)
-		}
-		out = append(out, la)
-	}
-	return toResources(EndpointType, out, func(l *loadAssignment) string { return l.ClusterName }), nil
-}
-
-func proxyNetwork(p *model.Proxy) string {
-	if p.Metadata == nil {
-		return ""
-	}
-	return p.Metadata.Network
-}
-
-// subsetOf returns a subset's labels (nil when the rule has no such subset)
-// and its traffic policy.
-func subsetOf(dr *config.Config, subset string) (map[string]string, *networking.TrafficPolicy) {
-	if dr == nil {
-		return nil, nil
-	}
-	spec, _ := dr.Spec.(*networking.DestinationRule)
-	for _, s := range spec.GetSubsets() {
-		if s.Name == subset {
-			if s.Labels == nil {
-				return map[string]string{}, s.TrafficPolicy
-			}
-			return s.Labels, s.TrafficPolicy
-		}
-	}
-	return nil, nil
 }
 
 func allowAny(m *meshconfig.MeshConfig) bool {
