@@ -143,11 +143,22 @@ func allowAny(m *meshconfig.MeshConfig) bool {
 
 func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
 	push := req.Push
-	ls := listener.BuildSidecarListeners(push.ServicesForProxy(proxy), listener.Options{AllowAny: allowAny(push.Mesh), Inbound: g.proxyTargets(proxy),
+	tp := telemetryProxy(proxy)
+	opts := listener.Options{AllowAny: allowAny(push.Mesh), Inbound: g.proxyTargets(proxy),
 		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
-		Tracing: telemetry.Tracing(push.Mesh, telemetryProxy(proxy)), TrustDomain: push.Mesh.GetTrustDomain()})
-	return toResources(ListenerType, ls, func(l *listenerCfg) string { return l.Name }), nil
+		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain()}
+	// outbound listeners depend on the proxy only through the services its
+	// namespace sees and what its tracing tags say
+	key := cacheKey{typeURL: ListenerType, namespace: proxy.ConfigNamespace, name: tp.Key()}
+	outbound := g.cache.get(push, key, func() []*discovery.Resource {
+		return toResources(ListenerType, listener.BuildOutbound(push.ServicesForProxy(proxy), opts), listenerName)
+	})
+	out := append(toResources(ListenerType, []*listenerCfg{listener.BuildInbound(opts)}, listenerName), outbound...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
+
+func listenerName(l *listenerCfg) string { return l.Name }
 
 func (g *SidecarGenerators) routes(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
 	push := req.Push

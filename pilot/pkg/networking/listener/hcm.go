@@ -8,12 +8,23 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
+)
+
+// Configs that never vary, packed once (shared: never modified).
+var (
+	faultConfig  = protoconv.Constant(func() proto.Message { return &faultv3.HTTPFault{} })
+	corsConfig   = protoconv.Constant(func() proto.Message { return &corsv3.Cors{} })
+	routerConfig = protoconv.Constant(func() proto.Message { return &routerv3.Router{} })
+	uuidConfig   = protoconv.Constant(func() proto.Message {
+		return &uuidv3.UuidRequestIdConfig{UseRequestIdForTraceSampling: wrapperspb.Bool(true)}
+	})
 )
 
 func httpFilter(name string, cfg *anypb.Any) *hcm.HttpFilter {
@@ -32,9 +43,9 @@ func httpFilters(d telemetry.Direction) []*hcm.HttpFilter {
 		fs = append(fs, httpFilter(telemetry.ALPNName, telemetry.ALPN()))
 	}
 	return append(fs,
-		httpFilter("envoy.filters.http.fault", protoconv.MessageToAny(&faultv3.HTTPFault{})),
-		httpFilter("envoy.filters.http.cors", protoconv.MessageToAny(&corsv3.Cors{})),
-		httpFilter("envoy.filters.http.router", protoconv.MessageToAny(&routerv3.Router{})),
+		httpFilter("envoy.filters.http.fault", faultConfig()),
+		httpFilter("envoy.filters.http.cors", corsConfig()),
+		httpFilter("envoy.filters.http.router", routerConfig()),
 	)
 }
 
@@ -51,8 +62,7 @@ func connectionManager(statPrefix string, d telemetry.Direction, o Options) *hcm
 		NormalizePath:                wrapperspb.Bool(true),
 		UpgradeConfigs:               []*hcm.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 		PathWithEscapedSlashesAction: hcm.HttpConnectionManager_KEEP_UNCHANGED,
-		RequestIdExtension: &hcm.RequestIDExtension{TypedConfig: protoconv.MessageToAny(&uuidv3.UuidRequestIdConfig{
-			UseRequestIdForTraceSampling: wrapperspb.Bool(true)})},
+		RequestIdExtension:           &hcm.RequestIDExtension{TypedConfig: uuidConfig()},
 	}
 }
 

@@ -3,11 +3,11 @@ package listener
 import (
 	"sort"
 	"strconv"
+	"sync"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	origdst "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -41,7 +41,7 @@ func virtualInbound(o Options) *listenerv3.Listener {
 		Address:          address(wildcard, InboundPort),
 		TrafficDirection: core.TrafficDirection_INBOUND,
 		ListenerFilters: []*listenerv3.ListenerFilter{
-			{Name: "envoy.filters.listener.original_dst", ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: protoconv.MessageToAny(&origdst.OriginalDst{})}},
+			{Name: "envoy.filters.listener.original_dst", ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: originalDstConfig()}},
 			withDisabled(tlsInspector(), []int{InboundPort}),
 			withDisabled(httpInspector(), append(o.knownProtocolPorts(), InboundPort)),
 		},
@@ -184,6 +184,24 @@ func withDisabled(f *listenerv3.ListenerFilter, ports []int) *listenerv3.Listene
 // requiring a client certificate of the mesh's trust domain. A TCP chain
 // also offers the peer exchange protocol.
 func (o Options) mtlsSocket(tcp bool) *core.TransportSocket {
+	key := mtlsKey{o.TrustDomain, tcp}
+	if ts, ok := mtlsSockets.Load(key); ok {
+		return ts.(*core.TransportSocket)
+	}
+	ts := o.buildMTLSSocket(tcp)
+	mtlsSockets.Store(key, ts)
+	return ts
+}
+
+// mtlsSockets memoises mtlsSocket: the sockets are shared, never modified.
+var mtlsSockets sync.Map // mtlsKey -> *core.TransportSocket
+
+type mtlsKey struct {
+	trustDomain string
+	tcp         bool
+}
+
+func (o Options) buildMTLSSocket(tcp bool) *core.TransportSocket {
 	alpn := []string{"h2", "http/1.1"}
 	if tcp {
 		alpn = append([]string{telemetry.PeerExchangeALPN}, alpn...)

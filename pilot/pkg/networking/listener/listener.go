@@ -66,8 +66,21 @@ type InboundTarget struct {
 }
 
 // BuildSidecarListeners builds every listener of a sidecar for the services
-// it sees. Sorted by name.
+// it sees: BuildOutbound's and BuildInbound's. Sorted by name.
 func BuildSidecarListeners(services []*model.Service, o Options) []*listenerv3.Listener {
+	out := append(BuildOutbound(services, o), BuildInbound(o))
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// BuildInbound builds virtualInbound, the one listener that depends on the
+// proxy's own ports (Options.Inbound).
+func BuildInbound(o Options) *listenerv3.Listener { return virtualInbound(o) }
+
+// BuildOutbound builds the listeners for the services a sidecar sees and
+// virtualOutbound; they ignore Options.Inbound, so sidecars that see the
+// same services with the same options can share them. Sorted by name.
+func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener {
 	byName := map[string]*listenerv3.Listener{}
 	var out []*listenerv3.Listener
 	add := func(l *listenerv3.Listener) {
@@ -99,7 +112,7 @@ func BuildSidecarListeners(services []*model.Service, o Options) []*listenerv3.L
 	for _, p := range ports {
 		add(tlsListener(p, sniChains[p], o))
 	}
-	out = append(out, virtualOutbound(o), virtualInbound(o))
+	out = append(out, virtualOutbound(o))
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

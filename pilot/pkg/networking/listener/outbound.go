@@ -8,7 +8,9 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	httpinspector "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
+	origdst "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	tlsinspector "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/tls_inspector/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -41,14 +43,22 @@ func passthroughChain(o Options) *listenerv3.FilterChain {
 	}
 }
 
+var (
+	httpInspectorConfig = protoconv.Constant(func() proto.Message { return &httpinspector.HttpInspector{} })
+	tlsInspectorConfig  = protoconv.Constant(func() proto.Message {
+		return &tlsinspector.TlsInspector{InitialReadBufferSize: wrapperspb.UInt32(512)}
+	})
+	originalDstConfig = protoconv.Constant(func() proto.Message { return &origdst.OriginalDst{} })
+)
+
 func httpInspector() *listenerv3.ListenerFilter {
 	return &listenerv3.ListenerFilter{Name: "envoy.filters.listener.http_inspector",
-		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: protoconv.MessageToAny(&httpinspector.HttpInspector{})}}
+		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: httpInspectorConfig()}}
 }
 
 func tlsInspector() *listenerv3.ListenerFilter {
 	return &listenerv3.ListenerFilter{Name: "envoy.filters.listener.tls_inspector",
-		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: protoconv.MessageToAny(&tlsinspector.TlsInspector{InitialReadBufferSize: wrapperspb.UInt32(512)})}}
+		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: tlsInspectorConfig()}}
 }
 
 // httpListener serves every HTTP service of a port, picked by host through

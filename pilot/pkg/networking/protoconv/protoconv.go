@@ -6,6 +6,8 @@
 package protoconv
 
 import (
+	"sync"
+
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -21,4 +23,11 @@ func MessageToAny(m proto.Message) *anypb.Any {
 		panic(err)
 	}
 	return a
+}
+
+// Constant packs the message build returns once, on first use, and returns
+// that same Any ever after: for configs that never vary. The Any is shared,
+// so callers must not modify it (marshalling it concurrently is safe).
+func Constant(build func() proto.Message) func() *anypb.Any {
+	return sync.OnceValue(func() *anypb.Any { return MessageToAny(build()) })
 }

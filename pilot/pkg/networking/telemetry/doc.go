@@ -3,5 +3,6 @@
 // carries: the metadata exchange (network, upstream and HTTP peer metadata),
 // gRPC stats, Istio's ALPN override and the HCM tracing block.
 //
-// Builders return fresh messages; callers may mutate them.
+// The filter configs never vary: they are packed once and shared, so
+// callers must not modify them. Tracing returns a fresh message.
 package telemetry

@@ -3,6 +3,7 @@ package telemetry
 import (
 	udpa "github.com/cncf/xds/go/udpa/type/v1"
 	grpcstats "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_stats/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -25,21 +26,21 @@ const GRPCStatsName = "envoy.filters.http.grpc_stats"
 // typedStruct wraps an extension config the Envoy protos do not define
 // (Istio's own filters) the way Istio sends it: a TypedStruct carrying the
 // config's type URL and its fields as JSON.
-func typedStruct(typeURL string, fields map[string]any) *anypb.Any {
-	v, err := structpb.NewStruct(fields)
-	if err != nil {
-		panic(err) // fields are constants of this package
-	}
-	return protoconv.MessageToAny(&udpa.TypedStruct{TypeUrl: typeURL, Value: v})
+func typedStruct(typeURL string, fields map[string]any) func() *anypb.Any {
+	return protoconv.Constant(func() proto.Message {
+		v, err := structpb.NewStruct(fields)
+		if err != nil {
+			panic(err) // fields are constants of this package
+		}
+		return &udpa.TypedStruct{TypeUrl: typeURL, Value: v}
+	})
 }
 
 // MetadataExchange is the config of the TCP metadata exchange, used as a
 // network filter on inbound chains and as an upstream filter on outbound
 // clusters.
-func MetadataExchange() *anypb.Any {
-	return typedStruct("type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange",
-		map[string]any{"protocol": PeerExchangeALPN, "enable_discovery": true})
-}
+var MetadataExchange = typedStruct("type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange",
+	map[string]any{"protocol": PeerExchangeALPN, "enable_discovery": true})
 
 // Direction tells an HTTP filter which side of the proxy it serves.
 type Direction int
@@ -55,18 +56,26 @@ const (
 // discovers and propagates to its upstream, an inbound one to its
 // downstream.
 func HTTPPeerMetadata(d Direction) *anypb.Any {
-	side := "upstream"
 	if d == Inbound {
-		side = "downstream"
+		return downstreamPeerMetadata()
 	}
+	return upstreamPeerMetadata()
+}
+
+func peerMetadata(side string) func() *anypb.Any {
 	return typedStruct("type.googleapis.com/io.istio.http.peer_metadata.Config", map[string]any{
 		side + "_discovery":   []any{map[string]any{"istio_headers": map[string]any{}}, map[string]any{"workload_discovery": map[string]any{}}},
 		side + "_propagation": []any{map[string]any{"istio_headers": map[string]any{}}},
 	})
 }
 
+var (
+	upstreamPeerMetadata   = peerMetadata("upstream")
+	downstreamPeerMetadata = peerMetadata("downstream")
+)
+
 // GRPCStats counts gRPC messages per call without per-method stats.
-func GRPCStats() *anypb.Any {
-	return protoconv.MessageToAny(&grpcstats.FilterConfig{EmitFilterState: true,
-		PerMethodStatSpecifier: &grpcstats.FilterConfig_StatsForAllMethods{StatsForAllMethods: wrapperspb.Bool(false)}})
-}
+var GRPCStats = protoconv.Constant(func() proto.Message {
+	return &grpcstats.FilterConfig{EmitFilterState: true,
+		PerMethodStatSpecifier: &grpcstats.FilterConfig_StatsForAllMethods{StatsForAllMethods: wrapperspb.Bool(false)}}
+})

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"sort"
+	"strings"
 
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	metadatav3 "github.com/envoyproxy/go-control-plane/envoy/type/metadata/v3"
@@ -16,6 +17,13 @@ type Proxy struct {
 	ClusterID string
 	MeshID    string
 	Namespace string
+}
+
+// Key identifies what the tracing tags say about the proxy: proxies with
+// the same key get the same Tracing.
+func (p Proxy) Key() string {
+	return strings.Join([]string{p.ClusterID, p.MeshID, p.Namespace,
+		p.Labels["service.istio.io/canonical-name"], p.Labels["service.istio.io/canonical-revision"]}, "|")
 }
 
 // defaultSampling is the percentage of requests traced when neither the

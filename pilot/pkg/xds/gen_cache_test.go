@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
@@ -113,4 +115,38 @@ func TestUnchangedConfigIsNotResent(t *testing.T) {
 		s.ds.PushFunc(env)(&model.PushRequest{Full: true, Forced: true})
 	}
 	noResponse(t, c)
+}
+
+// Outbound listeners are shared by the sidecars of a namespace, but not
+// across what their tracing tags say: each sidecar's HTTP listener names
+// its own canonical service.
+func TestListenersSharedOnlyWithSameTracingTags(t *testing.T) {
+	env, idx := bookinfoEnv(t)
+	s := newServer(t, false)
+	(&xds.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(s.ds)
+	s.ds.InitPushContext(env)
+	for i, name := range []string{"productpage", "frontpage", "productpage"} {
+		c := dial(t, s, adsc.Config{Delta: true, NodeID: fmt.Sprintf("sidecar~10.244.2.%d~p%d.bookinfo~bookinfo.svc.cluster.local", i, i),
+			Metadata: map[string]any{"NAMESPACE": "bookinfo", "LABELS": map[string]any{"service.istio.io/canonical-name": name}}})
+		if err := c.Watch(xds.ListenerType); err != nil {
+			t.Fatal(err)
+		}
+		l, ok := next(t, c).Resources["0.0.0.0_9080"].(*listenerv3.Listener)
+		if !ok {
+			t.Fatal("no 0.0.0.0_9080 listener")
+		}
+		m := &hcm.HttpConnectionManager{}
+		if err := l.FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(m); err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, tag := range m.GetTracing().GetCustomTags() {
+			if tag.Tag == "istio.canonical_service" {
+				got = tag.GetLiteral().GetValue()
+			}
+		}
+		if got != name {
+			t.Errorf("sidecar %d (%s): canonical_service tag %q", i, name, got)
+		}
+	}
 }
