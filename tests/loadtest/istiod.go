@@ -91,6 +91,27 @@ func startIstiod(bin, configDir, meshFile, logPath string) (*daemon, error) {
 
 func (d *daemon) pid() int { return d.cmd.Process.Pid }
 
+// heapProfile writes istiod's heap profile (after a GC) to path.
+func (d *daemon) heapProfile(path string) error {
+	resp, err := http.Get("http://" + d.http + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // waitReady polls /ready; the deadline only guards against a hang.
 func (d *daemon) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)

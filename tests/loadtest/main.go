@@ -29,6 +29,7 @@ func main() {
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound on each phase (a hang guard, not a target)")
 	flag.StringVar(&o.Binary, "istiod", "", "istiod binary to run (default: build ./cmd/istiod)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the work directory (generated mesh, istiod log)")
+	flag.StringVar(&o.IstiodHeapProfile, "istiod-heapprofile", "", "write istiod's heap profile at the end (sidecars still connected) to this file")
 	quiet := flag.Bool("q", false, "no progress lines")
 	cpuProfile := flag.String("cpuprofile", "", "write the tool's CPU profile to this file")
 	memProfile := flag.String("memprofile", "", "write the tool's heap profile at the end to this file")

@@ -35,6 +35,9 @@ type Options struct {
 	Keep bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// IstiodHeapProfile, when set, is where istiod's heap profile is
+	// written at the end, with every sidecar still connected.
+	IstiodHeapProfile string
 }
 
 // DefaultOptions is the scenario of the issue: 1,000 sidecars, 100 services.
@@ -159,6 +162,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		r.ChangeBytes += f.count.bytes[i].Load() - r.Bytes[i]
 	}
 	r.IstiodRSS, r.IstiodPeakRSS = procstat.Memory(strconv.Itoa(pid))
+	if o.IstiodHeapProfile != "" {
+		if err := d.heapProfile(o.IstiodHeapProfile); err != nil {
+			logf("istiod heap profile: %v", err)
+		}
+	}
 	runtime.GC()
 	r.ToolRSS, r.ToolPeakRSS = procstat.Memory("self")
 	f.drain()

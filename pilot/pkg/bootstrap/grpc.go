@@ -12,11 +12,13 @@ import (
 
 // newGRPCServer builds the plaintext xDS server with the keepalive settings:
 // connections are closed after MaxServerConnectionAge (plus grace) so proxies
-// rebalance across istiod replicas.
+// rebalance across istiod replicas. Connections are mostly idle between
+// pushes, so they share write buffers instead of holding one each.
 func newGRPCServer(k KeepaliveOptions) *grpc.Server {
 	return grpc.NewServer(
 		grpc.MaxConcurrentStreams(100000),
 		grpc.MaxRecvMsgSize(4<<20),
+		grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:                  k.Time,
 			Timeout:               k.Timeout,
