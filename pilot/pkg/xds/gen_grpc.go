@@ -4,6 +4,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -37,7 +38,10 @@ func (g *SidecarGenerators) RegisterGRPC(s *DiscoveryServer) {
 	s.RegisterGeneratorFor(GRPCGenerator, EndpointType, GeneratorFunc(g.endpoints))
 }
 
-// grpcTarget resolves "host:port" to a visible service and port.
+// grpcTarget resolves "host:port" to a visible service and port. The host
+// may be short, as a Kubernetes client would resolve it in the proxy's
+// namespace: "reviews" and "reviews.bookinfo" find
+// reviews.bookinfo.svc.cluster.local.
 func grpcTarget(push *model.PushContext, proxy *model.Proxy, name string) (*model.Service, *model.Port) {
 	host, p, err := net.SplitHostPort(name)
 	if err != nil {
@@ -47,7 +51,12 @@ func grpcTarget(push *model.PushContext, proxy *model.Proxy, name string) (*mode
 	if err != nil {
 		return nil, nil
 	}
-	svc := push.ServiceForHostname(proxy, host)
+	var svc *model.Service
+	for _, h := range searchHosts(host, proxy.DNSDomain) {
+		if svc = push.ServiceForHostname(proxy, h); svc != nil {
+			break
+		}
+	}
 	if svc == nil {
 		return nil, nil
 	}
@@ -56,6 +65,21 @@ func grpcTarget(push *model.PushContext, proxy *model.Proxy, name string) (*mode
 		return nil, nil
 	}
 	return svc, sp
+}
+
+// searchHosts is host followed by its expansions along a Kubernetes DNS
+// search path for a pod whose domain is dnsDomain (<ns>.svc.<cluster
+// domain>): host.<ns>.svc.<domain>, host.svc.<domain>, host.<domain>.
+func searchHosts(host, dnsDomain string) []string {
+	out := []string{host}
+	if dnsDomain == "" || strings.HasSuffix(host, "."+dnsDomain) {
+		return out
+	}
+	out = append(out, host+"."+dnsDomain)
+	if i := strings.Index(dnsDomain, ".svc."); i >= 0 {
+		out = append(out, host+dnsDomain[i:], host+"."+dnsDomain[i+len(".svc."):])
+	}
+	return out
 }
 
 func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {

@@ -148,3 +148,39 @@ func dropPath(m map[string]any, path []string) {
 	}
 	delete(m, path[0])
 }
+
+// A proxyless client may dial a short name, as Kubernetes DNS would resolve
+// it from the client's namespace; the listener keeps the name asked for and
+// routes to the service's full name. A name that resolves to nothing gets
+// no listener.
+func TestGRPCShortNames(t *testing.T) {
+	_, env := referenceEnv(t)
+	s := newServer(t, false)
+	gens := &xds.SidecarGenerators{Endpoints: env.EndpointIndex(), Discovery: env.ServiceDiscovery()}
+	gens.Register(s.ds)
+	gens.RegisterGRPC(s.ds)
+	s.ds.InitPushContext(env)
+	c := dial(t, s, referenceGRPCClient)
+	names := []string{"reviews:9080", "reviews.bookinfo:9080", "reviews.bookinfo.svc:9080", "reviews.bookinfo.svc.cluster.local:9080", "nosuch:9080"}
+	if err := c.Watch(xds.ListenerType, names...); err != nil {
+		t.Fatal(err)
+	}
+	r := next(t, c)
+	for _, n := range names[:4] {
+		l, ok := r.Resources[n].(*listenerv3.Listener)
+		if !ok {
+			t.Errorf("no listener for %s", n)
+			continue
+		}
+		m := &hcm.HttpConnectionManager{}
+		if err := l.GetApiListener().GetApiListener().UnmarshalTo(m); err != nil {
+			t.Fatal(err)
+		}
+		if rc := m.GetRds().GetRouteConfigName(); rc != "outbound|9080||reviews.bookinfo.svc.cluster.local" {
+			t.Errorf("%s routes through %q", n, rc)
+		}
+	}
+	if _, ok := r.Resources["nosuch:9080"]; ok {
+		t.Error("listener for a name no service has")
+	}
+}
