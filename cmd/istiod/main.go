@@ -1,4 +1,3 @@
-// Command istiod is an Istio-compatible control plane.
 package main
 
 import (

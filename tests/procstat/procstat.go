@@ -1,5 +1,3 @@
-// Package procstat reads the memory of a process from /proc, for the
-// benchmarks and the load test that report istiod's resident memory.
 package procstat
 
 import (

@@ -1,4 +1,3 @@
-// Package app holds the istiod command line: discovery, validate, version.
 package app
 
 import (

@@ -1,8 +1,6 @@
 package main
 
-const kindTmpl = `// Package kind enumerates every kind of metadata.yaml as a compact enum, the
-// form used in push requests (model.ConfigKey).
-package kind
+const kindTmpl = `package kind
 
 // Kind is one kind of configuration.
 type Kind uint8
@@ -43,9 +41,7 @@ var All = []Kind{
 }
 `
 
-const gvkTmpl = `// Package gvk holds the GroupVersionKind of every kind and its version
-// aliases, and converts between GVKs and the kind enum.
-package gvk
+const gvkTmpl = `package gvk
 
 IMPORTS
 
@@ -99,9 +95,7 @@ func MustFromKind(k kind.Kind) config.GroupVersionKind {
 }
 `
 
-const gvrTmpl = `// Package gvr holds the GroupVersionResource of every kind and its version
-// aliases.
-package gvr
+const gvrTmpl = `package gvr
 
 IMPORTS
 
@@ -137,9 +131,7 @@ func IsClusterScoped(g schema.GroupVersionResource) bool {
 }
 `
 
-const collectionsTmpl = `// Package collections holds the Schema of every kind and the sets the
-// control plane works with: Pilot, PilotGatewayAPI(), GatewayAPI, Builtin, All.
-package collections
+const collectionsTmpl = `package collections
 
 IMPORTS
 

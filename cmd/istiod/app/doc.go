@@ -1,0 +1,2 @@
+// Package app holds the istiod command line: discovery, validate, version.
+package app

@@ -1,0 +1,2 @@
+// Command istiod is an Istio-compatible control plane.
+package main

@@ -1,0 +1,11 @@
+// Package listener translates the services a sidecar sees into Envoy
+// listeners (LDS), in Istio's shapes:
+//
+//   - virtualOutbound on 15001 captures outbound traffic and hands each
+//     connection to the listener of its original destination;
+//   - 0.0.0.0_<port> per HTTP port, with an HTTP connection manager on RDS;
+//   - <vip>_<port> per TCP service port, and 0.0.0.0_<port> with one chain
+//     per server name for TLS services without a VIP;
+//   - virtualInbound on 15006, with chains per protocol for the proxy's
+//     own ports and for the rest (passthrough), each in mTLS and plain text.
+package listener

@@ -1,0 +1,3 @@
+// Package namespace decides which namespaces the control plane watches, from
+// the mesh config's discoverySelectors and the namespaces' labels.
+package namespace
