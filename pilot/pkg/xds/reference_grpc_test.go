@@ -1,8 +1,9 @@
 package xds_test
 
 import (
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,12 +129,7 @@ func referencedNames(t *testing.T, c *adsc.Client, typ string) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // dropPath deletes the field at path (JSON object keys) from a decoded

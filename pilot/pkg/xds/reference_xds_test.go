@@ -2,8 +2,10 @@ package xds_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,19 +134,7 @@ func diffResources(t *testing.T, typ string, got, want map[string]map[string]any
 			t.Errorf("%s: we send %q, Istio does not", typ, n)
 			continue
 		}
-		keys := map[string]bool{}
-		for k := range g {
-			keys[k] = true
-		}
-		for k := range w {
-			keys[k] = true
-		}
-		var sorted []string
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		for _, k := range sorted {
+		for _, k := range unionKeys(g, w) {
 			if _, ok := allowed[k]; ok {
 				continue
 			}
@@ -153,6 +143,18 @@ func diffResources(t *testing.T, typ string, got, want map[string]map[string]any
 			}
 		}
 	}
+}
+
+// unionKeys is the sorted union of two objects' keys.
+func unionKeys(a, b map[string]any) []string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return slices.Sorted(maps.Keys(keys))
 }
 
 // jsonDiff lists the paths where two decoded JSON values differ, with both
@@ -167,20 +169,8 @@ func jsonDiff(path string, got, want any) []string {
 		if !ok {
 			break
 		}
-		keys := map[string]bool{}
-		for k := range g {
-			keys[k] = true
-		}
-		for k := range w {
-			keys[k] = true
-		}
-		var sorted []string
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
 		var out []string
-		for _, k := range sorted {
+		for _, k := range unionKeys(g, w) {
 			out = append(out, jsonDiff(path+"."+k, g[k], w[k])...)
 		}
 		return out
