@@ -2,6 +2,8 @@ package xds_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -147,6 +149,62 @@ func TestListenersSharedOnlyWithSameTracingTags(t *testing.T) {
 		}
 		if got != name {
 			t.Errorf("sidecar %d (%s): canonical_service tag %q", i, name, got)
+		}
+	}
+}
+
+// Sidecars of one namespace that different Sidecar resources select see
+// different services, so they never share listeners or load assignments,
+// whichever connects first.
+func TestCachesFollowSidecarScope(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mesh.yaml")
+	if err := os.WriteFile(path, []byte(`apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: a, namespace: app}
+spec:
+  hosts: [a.app.svc.cluster.local]
+  addresses: [10.9.0.1]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 10.1.0.1}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: b, namespace: app}
+spec:
+  hosts: [b.app.svc.cluster.local]
+  addresses: [10.9.0.2]
+  ports: [{number: 5432, name: tcp, protocol: TCP}]
+  resolution: STATIC
+  endpoints: [{address: 10.1.0.2}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: narrow, namespace: app}
+spec:
+  workloadSelector: {labels: {app: narrow}}
+  egress: [{hosts: [./a.app.svc.cluster.local]}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, idx, disc := envFromFile(t, path, nil)
+	s := newServer(t, false)
+	(&xds.SidecarGenerators{Endpoints: idx, Discovery: disc}).Register(s.ds)
+	s.ds.InitPushContext(env)
+	const bCluster = "outbound|5432||b.app.svc.cluster.local"
+	for i, app := range []string{"wide", "narrow", "wide"} {
+		c := dial(t, s, adsc.Config{Delta: true, NodeID: fmt.Sprintf("sidecar~10.1.1.%d~%s-%d.app~app.svc.cluster.local", i, app, i),
+			Metadata: map[string]any{"NAMESPACE": "app", "LABELS": map[string]any{"app": app}}})
+		if err := c.Watch(xds.ListenerType); err != nil {
+			t.Fatal(err)
+		}
+		_, hasTCP := next(t, c).Resources["10.9.0.2_5432"]
+		if err := c.Watch(xds.EndpointType, bCluster); err != nil {
+			t.Fatal(err)
+		}
+		got := addresses(t, next(t, c), bCluster)
+		if wide := app == "wide"; hasTCP != wide || (len(got) == 1) != wide {
+			t.Errorf("sidecar %d (%s): listener for b %v, b endpoints %v", i, app, hasTCP, got)
 		}
 	}
 }

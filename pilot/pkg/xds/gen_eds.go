@@ -15,7 +15,7 @@ import (
 
 // endpoints is the sidecar EDS generator: one load assignment per watched
 // outbound cluster. An assignment depends on the proxy only through what
-// its namespace sees (service, destination rule), its network and its
+// its sidecar scope sees (service, destination rule), its network and its
 // locality, so proxies that share those share it (see edsCache).
 func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
 	push := req.Push
@@ -37,7 +37,7 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, re
 			continue
 		}
 		eps, version := g.orderedEndpoints(svc)
-		key := edsKey{cluster: name, namespace: proxy.ConfigNamespace, network: proxyNetwork(proxy), locality: proxy.Locality}
+		key := edsKey{cluster: name, scope: scopeID(push, proxy), network: proxyNetwork(proxy), locality: proxy.Locality}
 		out = append(out, g.eds.get(push, key, version, func() []*discovery.Resource {
 			la := loadAssignmentFor(push, proxy, svc, p, subset, name, eps)
 			return toResources(EndpointType, []*loadAssignment{la}, clusterNameOf)
@@ -134,10 +134,10 @@ type edsCache struct {
 }
 
 type edsKey struct {
-	cluster   string
-	namespace string // the proxy's: it decides service and rule visibility
-	network   string
-	locality  string
+	cluster  string
+	scope    string // the proxy's sidecar scope: it decides service and rule visibility
+	network  string
+	locality string
 }
 
 type edsEntry struct {

@@ -148,8 +148,8 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, re
 		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain()}
 	// outbound listeners depend on the proxy only through the services its
-	// namespace sees and what its tracing tags say
-	key := cacheKey{typeURL: ListenerType, namespace: proxy.ConfigNamespace, name: tp.Key()}
+	// sidecar scope sees and what its tracing tags say
+	key := cacheKey{typeURL: ListenerType, namespace: scopeID(push, proxy), name: tp.Key()}
 	outbound := g.cache.get(push, key, func() []*discovery.Resource {
 		return toResources(ListenerType, listener.BuildOutbound(push.ServicesForProxy(proxy), opts), listenerName)
 	})
@@ -221,6 +221,13 @@ func labelsKey(l map[string]string) string {
 		b.WriteString(k + "=" + l[k] + ",")
 	}
 	return b.String()
+}
+
+// scopeID names the proxy's sidecar scope: proxies with the same one see the
+// same services.
+func scopeID(push *model.PushContext, proxy *model.Proxy) string {
+	sc := push.SidecarScope(proxy)
+	return sc.Namespace + "/" + sc.Name
 }
 
 // telemetryProxy is what tracing tags say about a proxy.
