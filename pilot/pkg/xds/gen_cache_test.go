@@ -9,6 +9,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
@@ -154,8 +155,8 @@ func TestListenersSharedOnlyWithSameTracingTags(t *testing.T) {
 }
 
 // Sidecars of one namespace that different Sidecar resources select see
-// different services, so they never share listeners or load assignments,
-// whichever connects first.
+// different services and may have their own outbound policy, so they never
+// share listeners or load assignments, whichever connects first.
 func TestCachesFollowSidecarScope(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mesh.yaml")
 	if err := os.WriteFile(path, []byte(`apiVersion: networking.istio.io/v1
@@ -184,6 +185,7 @@ metadata: {name: narrow, namespace: app}
 spec:
   workloadSelector: {labels: {app: narrow}}
   egress: [{hosts: [./a.app.svc.cluster.local]}]
+  outboundTrafficPolicy: {mode: REGISTRY_ONLY}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +200,16 @@ spec:
 		if err := c.Watch(xds.ListenerType); err != nil {
 			t.Fatal(err)
 		}
-		_, hasTCP := next(t, c).Resources["10.9.0.2_5432"]
+		lds := next(t, c)
+		_, hasTCP := lds.Resources["10.9.0.2_5432"]
+		// the Sidecar's outbound policy decides where unknown traffic goes
+		tp := &tcpproxy.TcpProxy{}
+		if err := lds.Resources["virtualOutbound"].(*listenerv3.Listener).FilterChains[1].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]string{"wide": "PassthroughCluster", "narrow": "BlackHoleCluster"}[app]; tp.GetCluster() != want {
+			t.Errorf("sidecar %d (%s): unknown destinations go to %s, want %s", i, app, tp.GetCluster(), want)
+		}
 		if err := c.Watch(xds.EndpointType, bCluster); err != nil {
 			t.Fatal(err)
 		}

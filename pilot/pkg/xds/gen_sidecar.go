@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
@@ -137,14 +138,19 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *WatchedResource, req
 	return append(res, toResources(ClusterType, out, func(c *clusterCfg) string { return c.Name })...), nil
 }
 
-func allowAny(m *meshconfig.MeshConfig) bool {
-	return m.GetOutboundTrafficPolicy().GetMode() != meshconfig.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY
+// allowAny tells whether the proxy may reach unknown destinations: its
+// Sidecar's outboundTrafficPolicy, else the mesh's.
+func allowAny(push *model.PushContext, proxy *model.Proxy) bool {
+	if p := push.SidecarScope(proxy).OutboundTrafficPolicy; p != nil {
+		return p.GetMode() != networking.OutboundTrafficPolicy_REGISTRY_ONLY
+	}
+	return push.Mesh.GetOutboundTrafficPolicy().GetMode() != meshconfig.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY
 }
 
 func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
 	push := req.Push
 	tp := telemetryProxy(proxy)
-	opts := listener.Options{AllowAny: allowAny(push.Mesh), Inbound: g.proxyTargets(proxy),
+	opts := listener.Options{AllowAny: allowAny(push, proxy), Inbound: g.proxyTargets(proxy),
 		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain()}
 	// outbound listeners depend on the proxy only through the services its
@@ -178,7 +184,7 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *WatchedResource, req *
 			if byPort == nil {
 				byPort = routesByPort(push, proxy)
 			}
-			opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push.Mesh),
+			opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
 				ProxyLabels: proxy.Labels, Gateway: "mesh"}
 			rc := route.BuildRouteConfiguration(port, byPort[port], opts)
 			return toResources(RouteType, []*routeCfg{rc}, func(r *routeCfg) string { return r.Name })
