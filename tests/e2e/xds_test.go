@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +113,34 @@ func TestSidecarGetsConfigAndUpdates(t *testing.T) {
 	eventually(t, "synced", func() (bool, string) {
 		_, body, _ := d.get("/debug/syncz")
 		return strings.Contains(string(body), `"status": "SYNCED"`), string(body)
+	})
+
+	// a proxy that rejects its clusters is an operator-visible problem
+	rej, err := adsc.Dial(context.Background(), d.grpc, adsc.Config{Delta: true, NoAutoACK: true,
+		NodeID: "sidecar~10.244.0.11~ratings-v1.bookinfo~bookinfo.svc.cluster.local", Metadata: map[string]any{"NAMESPACE": "bookinfo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rej.Close()
+	if err := rej.Watch(xds.ClusterType); err != nil {
+		t.Fatal(err)
+	}
+	r, err := rej.Next(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rej.NACK(r, "cluster outbound|9080||reviews: unknown filter istio.metadata_exchange"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the rejection on /debug/warningz", func() (bool, string) {
+		ps := d.warningz(t)
+		for _, p := range ps {
+			if p.Subject == "rejected cds" && strings.Contains(p.Message, "unknown filter istio.metadata_exchange") &&
+				strings.Contains(p.Message, "ratings-v1.bookinfo") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(ps)
 	})
 }
 

@@ -33,7 +33,10 @@ func (s *Server) initDiscovery() {
 	})
 	d.server = xds.NewDiscoveryServer()
 	d.server.SetPushThrottle(s.args.PushThrottle)
-	gens := &xds.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate}
+	gens := &xds.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate, Invalid: &xds.InvalidResources{}}
+	// config that is never sent, or that proxies reject, is not silent
+	s.problems.AddProvider(gens.Invalid.Problems)
+	s.problems.AddProvider(d.server.RejectedConfig)
 	gens.Register(d.server)
 	gens.RegisterGRPC(d.server)
 	d.engine = xds.NewPushEngine(xds.PushEngineOptions{Debounce: s.args.Debounce, Push: d.server.PushFunc(d.env)})

@@ -179,11 +179,28 @@ func TestSotWProtocol(t *testing.T) {
 	if w := s.ds.Connections()[0].Watched(xds.ClusterType); w.LastNACK != "bad cluster" {
 		t.Errorf("NACK not recorded: %+v", w)
 	}
+	// and shown with the other configuration problems
+	if ps := s.ds.RejectedConfig(); len(ps) != 1 || ps[0].Subject != "rejected cds" ||
+		ps[0].Message != "1 proxies reject cds: bad cluster ("+s.ds.Connections()[0].Proxy().ID+")" {
+		t.Errorf("rejected config %+v", ps)
+	}
 	// a stale nonce is ignored
 	if err := c.SendSotW(&discovery.DiscoveryRequest{TypeUrl: xds.ClusterType, ResponseNonce: r.Nonce}); err != nil {
 		t.Fatal(err)
 	}
 	noResponse(t, c)
+	// accepting a later response clears the rejection
+	s.ds.Push(&model.PushRequest{Full: true})
+	if err := c.ACK(next(t, c)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout)
+	for len(s.ds.RejectedConfig()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("rejection still listed after an ACK: %+v", s.ds.RejectedConfig())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func TestSotWSubscriptionChangeAndOrder(t *testing.T) {

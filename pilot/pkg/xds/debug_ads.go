@@ -1,11 +1,14 @@
 package xds
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pkg/diag"
 )
 
 // adsClient is one connection in /debug/adsz.
@@ -94,4 +97,45 @@ func (s *DiscoveryServer) ConnectionsHandler(w http.ResponseWriter, r *http.Requ
 		out = append(out, conn{ID: c.ID, Address: c.peerAddr, Proxy: c.Proxy().ID})
 	}
 	writeJSON(w, r, out)
+}
+
+// RejectedConfig lists, as problems for /debug/warningz, the config proxies
+// currently reject: one problem per type and error detail, with how many
+// proxies reject it and a few of them. A rejection disappears when the
+// proxies accept a later response. A diag.Board provider.
+func (s *DiscoveryServer) RejectedConfig() []diag.Problem {
+	type rejection struct {
+		typ, detail string
+	}
+	proxies := map[rejection][]string{}
+	for _, c := range s.Connections() {
+		c.mu.Lock()
+		for t, w := range c.watched {
+			if w.LastNACK != "" {
+				k := rejection{ShortType(t), w.LastNACK}
+				proxies[k] = append(proxies[k], c.proxy.ID)
+			}
+		}
+		c.mu.Unlock()
+	}
+	out := make([]diag.Problem, 0, len(proxies))
+	for k, ids := range proxies {
+		sort.Strings(ids)
+		sample := ids
+		if len(sample) > 3 {
+			sample = sample[:3]
+		}
+		msg := fmt.Sprintf("%d proxies reject %s: %s (%s", len(ids), k.typ, k.detail, strings.Join(sample, ", "))
+		if len(ids) > len(sample) {
+			msg += ", …"
+		}
+		out = append(out, diag.Problem{Severity: diag.Error, Source: "xds", Subject: "rejected " + k.typ, Message: msg + ")"})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Subject != out[j].Subject {
+			return out[i].Subject < out[j].Subject
+		}
+		return out[i].Message < out[j].Message
+	})
+	return out
 }

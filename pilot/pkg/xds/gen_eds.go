@@ -29,7 +29,7 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, re
 		}
 		svc := push.ServiceForHostname(proxy, host)
 		if svc == nil {
-			out = append(out, toResources(EndpointType, []*loadAssignment{endpoint.Build(name, nil, endpoint.Options{})}, clusterNameOf)...)
+			out = append(out, toResources(g.Invalid, push, EndpointType, []*loadAssignment{endpoint.Build(name, nil, endpoint.Options{})}, clusterNameOf)...)
 			continue
 		}
 		p, ok := svc.Ports.GetByPort(port)
@@ -40,7 +40,7 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, re
 		key := edsKey{cluster: name, scope: scopeID(push, proxy), network: proxyNetwork(proxy), locality: proxy.Locality}
 		out = append(out, g.eds.get(push, key, version, func() []*discovery.Resource {
 			la := loadAssignmentFor(push, proxy, svc, p, subset, name, eps)
-			return toResources(EndpointType, []*loadAssignment{la}, clusterNameOf)
+			return toResources(g.Invalid, push, EndpointType, []*loadAssignment{la}, clusterNameOf)
 		})...)
 	}
 	return out, nil

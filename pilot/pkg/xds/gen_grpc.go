@@ -113,7 +113,7 @@ func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *WatchedResource
 			ApiListener: &listenerv3.ApiListener{ApiListener: protoconv.MessageToAny(m)},
 		})
 	}
-	return toResources(ListenerType, out, func(l *listenerCfg) string { return l.Name }), nil
+	return toResources(g.Invalid, req.Push, ListenerType, out, func(l *listenerCfg) string { return l.Name }), nil
 }
 
 func virtualServiceHosts(c *config.Config) []string {
@@ -145,7 +145,7 @@ func (g *SidecarGenerators) grpcRoutes(proxy *model.Proxy, w *WatchedResource, r
 		}
 		out = append(out, &routev3.RouteConfiguration{Name: name, VirtualHosts: []*routev3.VirtualHost{vh}})
 	}
-	return toResources(RouteType, out, func(r *routeCfg) string { return r.Name }), nil
+	return toResources(g.Invalid, push, RouteType, out, func(r *routeCfg) string { return r.Name }), nil
 }
 
 // withPorts adds "<domain>:<port>" after each domain, as clients dial with
@@ -191,7 +191,7 @@ func (g *SidecarGenerators) grpcClusters(proxy *model.Proxy, w *WatchedResource,
 			out = append(out, c)
 		}
 	}
-	return toResources(ClusterType, out, func(c *clusterCfg) string { return c.Name }), nil
+	return toResources(g.Invalid, req.Push, ClusterType, out, func(c *clusterCfg) string { return c.Name }), nil
 }
 
 // grpcCluster builds one requested outbound cluster, or nil when its

@@ -25,6 +25,10 @@ type SidecarGenerators struct {
 	Endpoints *model.EndpointIndex
 	Discovery model.ServiceDiscovery
 
+	// Invalid records the resources dropped for failing validation (nil:
+	// only logged and counted).
+	Invalid *InvalidResources
+
 	cache resourceCache
 	eds   edsCache
 }
@@ -37,18 +41,20 @@ func (g *SidecarGenerators) Register(s *DiscoveryServer) {
 	s.RegisterGenerator(RouteType, GeneratorFunc(g.routes))
 }
 
-// toResources wraps messages; a message that fails its own validation is
-// logged and skipped, never sent.
+// toResources wraps messages generated from push; a message that fails its
+// own validation is logged, recorded in inv and skipped, never sent.
 func toResources[T interface {
 	proto.Message
 	ValidateAll() error
-}](typeURL string, msgs []T, name func(T) string) []*discovery.Resource {
+}](inv *InvalidResources, push *model.PushContext, typeURL string, msgs []T, name func(T) string) []*discovery.Resource {
 	out := make([]*discovery.Resource, 0, len(msgs))
 	for _, m := range msgs {
 		if err := m.ValidateAll(); err != nil {
 			adsLog.Errorf("skipping invalid %s %s: %v", ShortType(typeURL), name(m), err)
+			inv.record(push, typeURL, name(m), err)
 			continue
 		}
+		inv.valid(push, typeURL, name(m))
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 		if err != nil {
 			continue
@@ -128,14 +134,14 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *WatchedResource, req
 					eps, _ := g.orderedEndpoints(svc)
 					return portEndpoints(eps, p)
 				}}
-			return toResources(ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
+			return toResources(g.Invalid, push, ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
 		})...)
 	}
 	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
 	for _, t := range g.proxyTargets(proxy) {
 		out = append(out, cluster.BuildInbound(t.Port, t.Services, m))
 	}
-	return append(res, toResources(ClusterType, out, func(c *clusterCfg) string { return c.Name })...), nil
+	return append(res, toResources(g.Invalid, push, ClusterType, out, func(c *clusterCfg) string { return c.Name })...), nil
 }
 
 // allowAny tells whether the proxy may reach unknown destinations: its
@@ -157,9 +163,9 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, re
 	// sidecar scope sees and what its tracing tags say
 	key := cacheKey{typeURL: ListenerType, namespace: scopeID(push, proxy), name: tp.Key()}
 	outbound := g.cache.get(push, key, func() []*discovery.Resource {
-		return toResources(ListenerType, listener.BuildOutbound(push.ServicesForProxy(proxy), opts), listenerName)
+		return toResources(g.Invalid, push, ListenerType, listener.BuildOutbound(push.ServicesForProxy(proxy), opts), listenerName)
 	})
-	out := append(toResources(ListenerType, []*listenerCfg{listener.BuildInbound(opts)}, listenerName), outbound...)
+	out := append(toResources(g.Invalid, push, ListenerType, []*listenerCfg{listener.BuildInbound(opts)}, listenerName), outbound...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
@@ -187,7 +193,7 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *WatchedResource, req *
 			opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
 				ProxyLabels: proxy.Labels, Gateway: "mesh"}
 			rc := route.BuildRouteConfiguration(port, byPort[port], opts)
-			return toResources(RouteType, []*routeCfg{rc}, func(r *routeCfg) string { return r.Name })
+			return toResources(g.Invalid, push, RouteType, []*routeCfg{rc}, func(r *routeCfg) string { return r.Name })
 		})...)
 	}
 	return out, nil
