@@ -2,6 +2,7 @@ package listener
 
 import (
 	"sort"
+	"strconv"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -80,11 +81,15 @@ func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener 
 		}
 	}
 	sniChains := map[int][]*model.Service{}
+	sniffed := map[int][]sniffedService{}
 	for _, svc := range services {
 		for _, p := range svc.Ports {
 			switch {
 			case p.Protocol.IsHTTP() || p.Protocol == protocol.Unsupported:
 				add(httpListener(p.Port, o))
+				if p.Protocol == protocol.Unsupported && hasVIP(svc) {
+					sniffed[p.Port] = append(sniffed[p.Port], sniffedService{svc, p})
+				}
 			case p.Protocol == protocol.UDP:
 			case p.Protocol.IsTLS() && !hasVIP(svc):
 				// services without a VIP share the port, told apart by SNI
@@ -101,6 +106,9 @@ func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener 
 	sort.Ints(ports)
 	for _, p := range ports {
 		add(tlsListener(p, sniChains[p], o))
+	}
+	for port, svcs := range sniffed {
+		addSniffedChains(byName[wildcard+"_"+strconv.Itoa(port)], port, svcs, o)
 	}
 	out = append(out, virtualOutbound(o))
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -110,6 +110,7 @@ func TestInboundChainsPerProtocol(t *testing.T) {
 	if err := in.ValidateAll(); err != nil {
 		t.Fatal(err)
 	}
+	uniqueMatches(t, in)
 	got := chainSummary(t, in)
 	want := []string{
 		"virtualInbound-blackhole port=15006  [] tls=false -> istio.metadata_exchange tcp:BlackHoleCluster",
@@ -194,5 +195,65 @@ func TestAccessLogFromMesh(t *testing.T) {
 	_ = none[0].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(m)
 	if len(m.AccessLog) != 0 {
 		t.Error("access log without accessLogFile")
+	}
+}
+
+// uniqueMatches fails when two chains of a listener have the same match,
+// which Envoy rejects.
+func uniqueMatches(t *testing.T, l *listenerv3.Listener) {
+	t.Helper()
+	seen := map[string]string{}
+	for _, fc := range l.FilterChains {
+		k := fc.GetFilterChainMatch().String()
+		if prev, ok := seen[k]; ok {
+			t.Errorf("%s: chains %q and %q both match %s", l.Name, prev, fc.Name, k)
+		}
+		seen[k] = fc.Name
+	}
+}
+
+// A service port whose protocol is not declared shares the port's HTTP
+// listener: HTTP to its VIP is routed like any HTTP, other traffic to its
+// VIP goes to its cluster instead of the passthrough.
+func TestSniffedPortTakesTCPToo(t *testing.T) {
+	ls := listener.BuildOutbound([]*model.Service{
+		svc("web.ns.svc.cluster.local", "10.0.0.1", &model.Port{Name: "http", Port: 8080, Protocol: protocol.HTTP}),
+		svc("db.ns.svc.cluster.local", "10.0.0.2", &model.Port{Name: "data", Port: 8080, Protocol: protocol.Unsupported}),
+		svc("headless.ns.svc.cluster.local", "", &model.Port{Name: "data", Port: 8080, Protocol: protocol.Unsupported}),
+	}, listener.Options{AllowAny: true})
+	l := ls[0]
+	if l.Name != "0.0.0.0_8080" || len(ls) != 2 {
+		t.Fatalf("listeners %v", ls)
+	}
+	if err := l.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	uniqueMatches(t, l)
+	var got []string
+	for _, fc := range l.FilterChains {
+		m := fc.FilterChainMatch
+		s := fmt.Sprint(m.GetApplicationProtocols())
+		for _, r := range m.GetPrefixRanges() {
+			s += " " + r.AddressPrefix + "/" + fmt.Sprint(r.PrefixLen.GetValue())
+		}
+		switch f := fc.Filters[0]; f.Name {
+		case "envoy.filters.network.tcp_proxy":
+			tp := &tcpproxy.TcpProxy{}
+			_ = f.GetTypedConfig().UnmarshalTo(tp)
+			s += " -> tcp:" + tp.GetCluster()
+		default:
+			m := &hcm.HttpConnectionManager{}
+			_ = f.GetTypedConfig().UnmarshalTo(m)
+			s += " -> rds:" + m.GetRds().GetRouteConfigName()
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"[http/1.1 h2c] -> rds:8080",
+		"[http/1.1 h2c] 10.0.0.2/32 -> rds:8080",
+		"[] 10.0.0.2/32 -> tcp:outbound|8080||db.ns.svc.cluster.local",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

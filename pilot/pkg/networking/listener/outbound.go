@@ -3,6 +3,7 @@ package listener
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -75,6 +76,57 @@ func httpListener(port int, o Options) *listenerv3.Listener {
 	}}
 	l.DefaultFilterChain = passthroughChain(o)
 	return l
+}
+
+// sniffedService is a service port whose protocol is not declared.
+type sniffedService struct {
+	svc  *model.Service
+	port *model.Port
+}
+
+// addSniffedChains lets the services of an HTTP listener's port whose
+// protocol is not declared also take TCP: for each one's VIP, HTTP (as the
+// HTTP inspector tells) goes to the port's routes and anything else to the
+// service's cluster, not to the passthrough. Both chains match the VIP, as
+// Envoy matches the destination address before the application protocol. A
+// listener the port lost to another (a TCP wildcard listener) is left
+// alone.
+func addSniffedChains(l *listenerv3.Listener, port int, svcs []sniffedService, o Options) {
+	if l == nil || l.DefaultFilterChain == nil || len(l.ListenerFilters) == 0 || l.ListenerFilters[0].Name != httpInspector().Name {
+		return
+	}
+	sort.Slice(svcs, func(i, j int) bool { return svcs[i].svc.Hostname < svcs[j].svc.Hostname })
+	seen := map[string]bool{}
+	for _, s := range svcs {
+		vip := s.svc.DefaultAddress
+		if seen[vip] {
+			continue // two services on one VIP and port: the first keeps it
+		}
+		seen[vip] = true
+		match := func(alpn []string) *listenerv3.FilterChainMatch {
+			return &listenerv3.FilterChainMatch{
+				PrefixRanges:         []*core.CidrRange{{AddressPrefix: vip, PrefixLen: wrapperspb.UInt32(hostPrefixLen(vip))}},
+				ApplicationProtocols: alpn,
+			}
+		}
+		c := cluster.SubsetKey(cluster.Outbound, "", s.svc.Hostname, port)
+		l.FilterChains = append(l.FilterChains,
+			&listenerv3.FilterChain{FilterChainMatch: match([]string{"http/1.1", "h2c"}),
+				Filters:                       []*listenerv3.Filter{outboundHTTP("outbound_"+l.Name+";", strconv.Itoa(port), o)},
+				TransportSocketConnectTimeout: connectTimeout},
+			&listenerv3.FilterChain{FilterChainMatch: match(nil),
+				Filters:                       []*listenerv3.Filter{tcpProxy(c, o, true)},
+				TransportSocketConnectTimeout: connectTimeout},
+		)
+	}
+}
+
+// hostPrefixLen is the prefix length of one address: 32, or 128 for IPv6.
+func hostPrefixLen(ip string) uint32 {
+	if strings.Contains(ip, ":") {
+		return 128
+	}
+	return 32
 }
 
 // tcpListener sends a TCP service port to its cluster; a service without a
