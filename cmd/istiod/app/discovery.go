@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/bootstrap"
 	"github.com/meshplane/istiod/pkg/log"
+	"github.com/meshplane/istiod/pkg/memlimit"
 	"github.com/meshplane/istiod/pkg/version"
 )
 
@@ -149,6 +150,8 @@ func newDiscoveryCommand() *cobra.Command {
 
 func runDiscovery(args bootstrap.PilotArgs) error {
 	log.Infof("starting istiod %s (Istio %s compatible)", version.Get().Version, version.IstioCompat)
+	_, msg := memlimit.Apply("/sys/fs/cgroup")
+	log.Infof("%s", msg)
 	s, err := bootstrap.NewServer(args)
 	if err != nil {
 		return err
