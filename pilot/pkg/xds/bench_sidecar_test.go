@@ -103,7 +103,7 @@ func benchEnv(tb testing.TB, n int) (*model.Environment, *model.EndpointIndex) {
 }
 
 // benchServer serves the sidecar generators over env on a loopback port.
-func benchServer(tb testing.TB, env *model.Environment, idx *model.EndpointIndex) string {
+func benchServer(tb testing.TB, env *model.Environment, idx *model.EndpointIndex) (string, *xds.DiscoveryServer) {
 	tb.Helper()
 	ds := xds.NewDiscoveryServer()
 	(&xds.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(ds)
@@ -116,7 +116,7 @@ func benchServer(tb testing.TB, env *model.Environment, idx *model.EndpointIndex
 	}
 	go func() { _ = g.Serve(l) }()
 	tb.Cleanup(g.Stop)
-	return l.Addr().String()
+	return l.Addr().String(), ds
 }
 
 const benchNode = "sidecar~10.1.0.0~svc-0-v1.ns-0~ns-0.svc.cluster.local"
@@ -174,7 +174,7 @@ func fetchSidecarConfig(ctx context.Context, conn *grpc.ClientConn, md *structpb
 // request to the fourth response, over an in-process gRPC server.
 func BenchmarkSidecarFullConfig1000Services(b *testing.B) {
 	env, idx := benchEnv(b, 1000)
-	addr := benchServer(b, env, idx)
+	addr, ds := benchServer(b, env, idx)
 
 	// once, with the checking client: every resource decodes and passes
 	// ValidateAll, and the config is the whole mesh
@@ -221,20 +221,31 @@ func BenchmarkSidecarFullConfig1000Services(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var last sidecarConfig
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if last, err = fetchSidecarConfig(context.Background(), conn, md, edsNames); err != nil {
-			b.Fatal(err)
-		}
+	// cached: what each further sidecar of a namespace costs within one
+	// snapshot; cold: the first sidecar after a full push, which builds
+	// everything (the snapshot too) from scratch
+	for _, cold := range []bool{false, true} {
+		name := map[bool]string{false: "cached", true: "cold"}[cold]
+		b.Run(name, func(b *testing.B) {
+			var last sidecarConfig
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if cold {
+					ds.InitPushContext(env)
+				}
+				if last, err = fetchSidecarConfig(context.Background(), conn, md, edsNames); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			total := 0
+			for _, t := range []string{xds.ClusterType, xds.EndpointType, xds.ListenerType, xds.RouteType} {
+				total += last.bytes[t]
+				b.ReportMetric(float64(last.bytes[t]), xds.ShortType(t)+"-bytes")
+				b.ReportMetric(float64(last.resources[t]), xds.ShortType(t)+"-resources")
+			}
+			b.ReportMetric(float64(total), "config-bytes")
+		})
 	}
-	b.StopTimer()
-	total := 0
-	for _, t := range []string{xds.ClusterType, xds.EndpointType, xds.ListenerType, xds.RouteType} {
-		total += last.bytes[t]
-		b.ReportMetric(float64(last.bytes[t]), xds.ShortType(t)+"-bytes")
-		b.ReportMetric(float64(last.resources[t]), xds.ShortType(t)+"-resources")
-	}
-	b.ReportMetric(float64(total), "config-bytes")
 }

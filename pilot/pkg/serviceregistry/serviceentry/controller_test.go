@@ -272,3 +272,30 @@ func TestGetProxyServiceTargets(t *testing.T) {
 		t.Fatalf("targets: %+v", got)
 	}
 }
+
+// A DNS service's endpoints are inline in its clusters, so a change of its
+// endpoints alone is a full push naming it; a STATIC service's is not.
+func TestDNSEndpointChangeIsFull(t *testing.T) {
+	sel := &networking.WorkloadSelector{Labels: map[string]string{"app": "db"}}
+	f := newFixture(t,
+		se("ns1", "dns", &networking.ServiceEntry{Hosts: []string{"d.example"}, Ports: []*networking.ServicePort{httpPort(80)},
+			WorkloadSelector: sel, Resolution: networking.ServiceEntry_DNS}),
+		se("ns1", "static", &networking.ServiceEntry{Hosts: []string{"s.example"}, Ports: []*networking.ServicePort{httpPort(80)},
+			WorkloadSelector: sel, Resolution: networking.ServiceEntry_STATIC}),
+		we("ns1", "db", nil, &networking.WorkloadEntry{Address: "10.0.0.1", Labels: map[string]string{"app": "db"}}),
+	)
+	f.eventually("endpoints", func() bool {
+		return len(f.endpoints("d.example", "ns1")) == 1 && len(f.endpoints("s.example", "ns1")) == 1
+	})
+	seq := f.rec.Seq()
+	f.update(we("ns1", "db", nil, &networking.WorkloadEntry{Address: "10.0.0.2", Labels: map[string]string{"app": "db"}}))
+	e := f.wait(f.rec, seq, "full push for the DNS host", func(e model.XDSEvent) bool {
+		return e.Type == model.XDSEventConfig && e.Push.Full
+	})
+	if _, ok := e.Push.ConfigsUpdated[model.ServiceConfigKey("d.example", "ns1")]; !ok {
+		t.Errorf("full push names %v, not the DNS host", e.Push.ConfigsUpdated)
+	}
+	if _, ok := e.Push.ConfigsUpdated[model.ServiceConfigKey("s.example", "ns1")]; ok {
+		t.Errorf("full push names the STATIC host: %v", e.Push.ConfigsUpdated)
+	}
+}

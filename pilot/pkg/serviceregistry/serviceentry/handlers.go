@@ -64,7 +64,9 @@ func (c *Controller) onServiceEntryEvents(events []krt.Event[seInfo]) {
 		if is {
 			c.opts.XDSUpdater.EDSUpdate(c.shard, host, ns, mergeHostEndpoints(infos, host))
 		}
-		if svcChanged[key] {
+		// a DNS service's endpoints are inline in its clusters (CDS), which
+		// an endpoint-only push does not resend
+		if svcChanged[key] || (is && inlineEndpoints(infos, host)) {
 			keys[model.ServiceConfigKey(host, ns)] = struct{}{}
 		}
 	}
@@ -72,6 +74,17 @@ func (c *Controller) onServiceEntryEvents(events []krt.Event[seInfo]) {
 		c.opts.XDSUpdater.ConfigUpdate(&model.PushRequest{Full: true, ConfigsUpdated: keys,
 			Reason: model.NewReasonStats(model.ServiceUpdate)})
 	}
+}
+
+// inlineEndpoints tells whether a ServiceEntry of the host resolves it by
+// DNS, so that its clusters may carry its endpoints.
+func inlineEndpoints(infos []seInfo, host string) bool {
+	for _, info := range infos {
+		if svc := info.service(host); svc != nil && (svc.Resolution == model.DNSLB || svc.Resolution == model.DNSRoundRobinLB) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostsOf lists the hosts of both sides of an event.
