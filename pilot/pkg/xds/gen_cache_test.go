@@ -2,7 +2,6 @@ package xds_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -158,38 +157,7 @@ func TestListenersSharedOnlyWithSameTracingTags(t *testing.T) {
 // different services and may have their own outbound policy, so they never
 // share listeners or load assignments, whichever connects first.
 func TestCachesFollowSidecarScope(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "mesh.yaml")
-	if err := os.WriteFile(path, []byte(`apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: a, namespace: app}
-spec:
-  hosts: [a.app.svc.cluster.local]
-  addresses: [10.9.0.1]
-  ports: [{number: 8080, name: http, protocol: HTTP}]
-  resolution: STATIC
-  endpoints: [{address: 10.1.0.1}]
----
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: b, namespace: app}
-spec:
-  hosts: [b.app.svc.cluster.local]
-  addresses: [10.9.0.2]
-  ports: [{number: 5432, name: tcp, protocol: TCP}]
-  resolution: STATIC
-  endpoints: [{address: 10.1.0.2}]
----
-apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata: {name: narrow, namespace: app}
-spec:
-  workloadSelector: {labels: {app: narrow}}
-  egress: [{hosts: [./a.app.svc.cluster.local]}]
-  outboundTrafficPolicy: {mode: REGISTRY_ONLY}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env, idx, disc := envFromFile(t, path, nil)
+	env, idx, disc := envFromFile(t, filepath.Join("testdata", "sidecar-scope.yaml"), nil)
 	s := newServer(t, false)
 	(&xds.SidecarGenerators{Endpoints: idx, Discovery: disc}).Register(s.ds)
 	s.ds.InitPushContext(env)
