@@ -91,9 +91,7 @@ func TestProxylessGRPCThroughIstiod(t *testing.T) {
 	d := start(t, "--configDir", dir, "--meshConfig", filepath.Join(dir, "no-mesh"))
 	d.waitReady(t)
 
-	bootstrap := fmt.Sprintf(`{"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": ["xds_v3"]}],
-		"node": {"id": "sidecar~127.0.0.1~client-1.test~test.svc.cluster.local", "metadata": {"GENERATOR": "grpc", "NAMESPACE": "test"}}}`, d.grpc)
-	resolver, err := xdsgrpc.NewXDSResolverWithConfigForTesting([]byte(bootstrap))
+	resolver, err := xdsgrpc.NewXDSResolverWithConfigForTesting(grpcBootstrap(d.grpc, "client-1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pkg/config"
@@ -86,7 +87,17 @@ func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *WatchedResource
 	names := w.Names()
 	sort.Strings(names)
 	var out []*listenerCfg
+	var targets []listener.InboundTarget
 	for _, name := range names {
+		if addr, ok := strings.CutPrefix(name, GRPCServerListenerPrefix); ok {
+			if targets == nil {
+				targets = g.proxyTargets(proxy)
+			}
+			if l := grpcServerListener(name, addr, targets); l != nil {
+				out = append(out, l)
+			}
+			continue
+		}
 		svc, port := grpcTarget(req.Push, proxy, name)
 		if svc == nil {
 			continue
@@ -114,6 +125,61 @@ func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *WatchedResource
 		})
 	}
 	return toResources(g.Invalid, req.Push, ListenerType, out, func(l *listenerCfg) string { return l.Name }), nil
+}
+
+// GRPCServerListenerPrefix starts the names under which proxyless gRPC
+// servers ask for their listener (the server_listener_resource_name_template
+// of Istio's gRPC bootstrap), followed by the address they listen on.
+const GRPCServerListenerPrefix = "xds.istio.io/grpc/lds/inbound/"
+
+// grpcServerListener is the listener of a proxyless gRPC server listening on
+// addr ("ip:port"): every RPC is served locally (a non-forwarding route).
+// The server only gets one for a port that a service targets on it; without
+// its listener a gRPC xDS server does not serve. mTLS and authorization
+// policies come with the CA and security issues.
+func grpcServerListener(name, addr string, targets []listener.InboundTarget) *listenerCfg {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return nil
+	}
+	var target *listener.InboundTarget
+	for i := range targets {
+		if targets[i].Port == port {
+			target = &targets[i]
+		}
+	}
+	if target == nil {
+		adsLog.Debugf("%s: no service targets port %d of this proxy", name, port)
+		return nil
+	}
+	vhost := "inbound|http|" + p
+	m := &hcm.HttpConnectionManager{
+		StatPrefix: name,
+		RouteSpecifier: &hcm.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
+			Name: vhost,
+			VirtualHosts: []*routev3.VirtualHost{{Name: vhost, Domains: []string{"*"}, Routes: []*routev3.Route{{
+				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+				Action: &routev3.Route_NonForwardingAction{NonForwardingAction: &routev3.NonForwardingAction{}},
+			}}}},
+		}},
+		HttpFilters: []*hcm.HttpFilter{
+			{Name: "envoy.filters.http.router", ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: protoconv.MessageToAny(&routerv3.Router{})}},
+		},
+	}
+	return &listenerv3.Listener{
+		Name: name,
+		Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+			Address: host, PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(port)}}}},
+		FilterChains: []*listenerv3.FilterChain{{
+			Name:    "inbound-plaintext",
+			Filters: []*listenerv3.Filter{{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(m)}}},
+		}},
+		TrafficDirection: core.TrafficDirection_INBOUND,
+	}
 }
 
 func virtualServiceHosts(c *config.Config) []string {
