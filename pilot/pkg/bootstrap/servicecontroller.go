@@ -26,45 +26,28 @@ type serviceControllers struct {
 	engine model.XDSUpdater
 }
 
-// teeUpdater records every update and forwards it to the push engine.
+// teeUpdater records every update and forwards it to the push engine once
+// it exists.
 type teeUpdater struct{ sc *serviceControllers }
 
-func (t teeUpdater) next() []model.XDSUpdater {
+func (t teeUpdater) next() model.FanOut {
 	if t.sc.engine == nil {
-		return []model.XDSUpdater{t.sc.pushes}
+		return model.FanOut{t.sc.pushes}
 	}
-	return []model.XDSUpdater{t.sc.pushes, t.sc.engine}
+	return model.FanOut{t.sc.pushes, t.sc.engine}
 }
 
 func (t teeUpdater) EDSUpdate(shard model.ShardKey, h, ns string, eps []*model.IstioEndpoint) {
-	for _, u := range t.next() {
-		u.EDSUpdate(shard, h, ns, eps)
-	}
+	t.next().EDSUpdate(shard, h, ns, eps)
 }
 
 func (t teeUpdater) SvcUpdate(shard model.ShardKey, h, ns string, e model.Event) {
-	for _, u := range t.next() {
-		u.SvcUpdate(shard, h, ns, e)
-	}
+	t.next().SvcUpdate(shard, h, ns, e)
 }
 
-func (t teeUpdater) ConfigUpdate(req *model.PushRequest) {
-	for _, u := range t.next() {
-		u.ConfigUpdate(req)
-	}
-}
-
-func (t teeUpdater) ProxyUpdate(cluster, ip string) {
-	for _, u := range t.next() {
-		u.ProxyUpdate(cluster, ip)
-	}
-}
-
-func (t teeUpdater) RemoveShard(shard model.ShardKey) {
-	for _, u := range t.next() {
-		u.RemoveShard(shard)
-	}
-}
+func (t teeUpdater) ConfigUpdate(req *model.PushRequest) { t.next().ConfigUpdate(req) }
+func (t teeUpdater) ProxyUpdate(cluster, ip string)      { t.next().ProxyUpdate(cluster, ip) }
+func (t teeUpdater) RemoveShard(shard model.ShardKey)    { t.next().RemoveShard(shard) }
 
 // Services implements xds.RegistryDebugSource.
 func (c *serviceControllers) Services() []*model.Service { return c.aggregate.Services() }

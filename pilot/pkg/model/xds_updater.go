@@ -29,6 +29,47 @@ type XDSUpdater interface {
 	RemoveShard(shard ShardKey)
 }
 
+// FanOut is an XDSUpdater that forwards every call to each of its
+// updaters, in order.
+type FanOut []XDSUpdater
+
+var _ XDSUpdater = FanOut(nil)
+
+// EDSUpdate implements XDSUpdater.
+func (f FanOut) EDSUpdate(shard ShardKey, hostname, namespace string, eps []*IstioEndpoint) {
+	for _, u := range f {
+		u.EDSUpdate(shard, hostname, namespace, eps)
+	}
+}
+
+// SvcUpdate implements XDSUpdater.
+func (f FanOut) SvcUpdate(shard ShardKey, hostname, namespace string, event Event) {
+	for _, u := range f {
+		u.SvcUpdate(shard, hostname, namespace, event)
+	}
+}
+
+// ConfigUpdate implements XDSUpdater.
+func (f FanOut) ConfigUpdate(req *PushRequest) {
+	for _, u := range f {
+		u.ConfigUpdate(req)
+	}
+}
+
+// ProxyUpdate implements XDSUpdater.
+func (f FanOut) ProxyUpdate(clusterID, ip string) {
+	for _, u := range f {
+		u.ProxyUpdate(clusterID, ip)
+	}
+}
+
+// RemoveShard implements XDSUpdater.
+func (f FanOut) RemoveShard(shard ShardKey) {
+	for _, u := range f {
+		u.RemoveShard(shard)
+	}
+}
+
 // ServiceConfigKey is the config key a change of a service travels under in
 // push requests: kind ServiceEntry, whatever the registry (kind.Service never
 // appears in ConfigsUpdated).

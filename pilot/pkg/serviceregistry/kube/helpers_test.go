@@ -29,31 +29,13 @@ type fixture struct {
 	stop   chan struct{}
 }
 
-type tee struct{ a, b model.XDSUpdater }
-
-func (t tee) EDSUpdate(s model.ShardKey, h, ns string, eps []*model.IstioEndpoint) {
-	t.a.EDSUpdate(s, h, ns, eps)
-	t.b.EDSUpdate(s, h, ns, eps)
-}
-
-func (t tee) SvcUpdate(s model.ShardKey, h, ns string, e model.Event) {
-	t.a.SvcUpdate(s, h, ns, e)
-	t.b.SvcUpdate(s, h, ns, e)
-}
-
-func (t tee) ConfigUpdate(r *model.PushRequest) { t.a.ConfigUpdate(r); t.b.ConfigUpdate(r) }
-
-func (t tee) ProxyUpdate(c, ip string) { t.a.ProxyUpdate(c, ip); t.b.ProxyUpdate(c, ip) }
-
-func (t tee) RemoveShard(s model.ShardKey) { t.a.RemoveShard(s); t.b.RemoveShard(s) }
-
 func newFixture(t *testing.T, opts registry.Options, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{t: t, client: kube.NewFakeClient(objs...), rec: model.NewRecordingXDSUpdater(0),
 		pushes: model.NewRecordingXDSUpdater(0), index: model.NewEndpointIndex(), board: diag.New(nil),
 		stop: make(chan struct{})}
 	t.Cleanup(func() { close(f.stop) })
-	opts.XDSUpdater = tee{f.rec, model.NewEndpointIndexUpdater(f.index, f.pushes)}
+	opts.XDSUpdater = model.FanOut{f.rec, model.NewEndpointIndexUpdater(f.index, f.pushes)}
 	opts.Problems = f.board
 	opts.Stop = f.stop
 	reg, err := registry.NewController(f.client, opts)

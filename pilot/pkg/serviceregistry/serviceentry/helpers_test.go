@@ -43,28 +43,12 @@ func newFixture(t *testing.T, cfgs ...config.Config) *fixture {
 		f.create(c)
 	}
 	f.reg = serviceentry.NewController(f.store, serviceentry.Options{
-		XDSUpdater: tee{f.rec, model.NewEndpointIndexUpdater(f.index, f.pushes)},
+		XDSUpdater: model.FanOut{f.rec, model.NewEndpointIndexUpdater(f.index, f.pushes)},
 		Workloads:  f.pods, Problems: f.board, Stop: f.stop, TrustDomain: "td.example",
 	})
 	f.eventually("synced", f.reg.HasSynced)
 	return f
 }
-
-type tee struct{ a, b model.XDSUpdater }
-
-func (t tee) EDSUpdate(s model.ShardKey, h, ns string, eps []*model.IstioEndpoint) {
-	t.a.EDSUpdate(s, h, ns, eps)
-	t.b.EDSUpdate(s, h, ns, eps)
-}
-
-func (t tee) SvcUpdate(s model.ShardKey, h, ns string, e model.Event) {
-	t.a.SvcUpdate(s, h, ns, e)
-	t.b.SvcUpdate(s, h, ns, e)
-}
-
-func (t tee) ConfigUpdate(r *model.PushRequest) { t.a.ConfigUpdate(r); t.b.ConfigUpdate(r) }
-func (t tee) ProxyUpdate(c, ip string)          { t.a.ProxyUpdate(c, ip); t.b.ProxyUpdate(c, ip) }
-func (t tee) RemoveShard(s model.ShardKey)      { t.a.RemoveShard(s); t.b.RemoveShard(s) }
 
 func (f *fixture) create(c config.Config) {
 	f.t.Helper()
