@@ -11,9 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meshplane/istiod/tests/testproc"
 )
 
 var binary string
@@ -119,13 +120,7 @@ func (d *daemon) stop() {
 		return
 	}
 	d.terminated = true
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(20 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
+	testproc.Stop(d.cmd.Process, d.exited, 20*time.Second)
 }
 
 func (d *daemon) get(path string) (int, []byte, error) {
@@ -138,21 +133,10 @@ func (d *daemon) get(path string) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-// eventually polls cond until it holds; the deadline only guards against a
-// hang and is not a performance assertion.
+// eventually polls cond until it holds (see testproc.Eventually).
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		last = detail
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not reached; last state: %s", what, last)
+	testproc.Eventually(t, 20*time.Second, what, cond)
 }
 
 func (d *daemon) waitReady(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/bootstrap"
 	"github.com/meshplane/istiod/tests/kube"
+
+	"github.com/meshplane/istiod/tests/testproc"
 )
 
 // istiod is an in-process control plane pointed at a test API server.
@@ -126,21 +128,10 @@ func (d *istiod) warnings() []problem {
 	return out
 }
 
-// eventually polls cond; the deadline guards against a hang and is not a
-// performance assertion (benchmarks measure latency).
+// eventually polls cond (see testproc.Eventually).
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		last = detail
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not reached; last: %s", what, last)
+	testproc.Eventually(t, 30*time.Second, what, cond)
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/meshplane/istiod/tests/testproc"
 )
 
 // buildIstiod compiles cmd/istiod of the module the tool runs in into dir.
@@ -153,13 +155,7 @@ func (d *daemon) stop() {
 		return
 	}
 	d.stopped = true
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(20 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
+	testproc.Stop(d.cmd.Process, d.exited, 20*time.Second)
 }
 
 // logTail returns the last n bytes of the daemon's log.
