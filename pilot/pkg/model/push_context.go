@@ -3,6 +3,7 @@ package model
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 	meshconfig "istio.io/api/mesh/v1alpha1"
@@ -31,6 +32,7 @@ type PushContext struct {
 	// FullRebuild reports whether every index was built.
 	FullRebuild bool
 
+	seq           uint64
 	rootNamespace string
 	domainSuffix  string
 	env           *Environment
@@ -58,6 +60,12 @@ type PushContext struct {
 	status   map[string]map[string]ProxyPushStatus
 }
 
+// pushContextSeq numbers snapshots in the order they are built.
+var pushContextSeq atomic.Uint64
+
+// Seq numbers the snapshot: a later-built snapshot has a larger number.
+func (p *PushContext) Seq() uint64 { return p.seq }
+
 // NewPushContext returns an empty snapshot (no services, no configuration)
 // with the default mesh configuration; handy before the first push and in
 // tests.
@@ -75,6 +83,7 @@ func NewPushContext() *PushContext {
 func InitContext(env *Environment, oldPush *PushContext, req *PushRequest) *PushContext {
 	m := env.Mesh()
 	p := &PushContext{
+		seq:           pushContextSeq.Add(1),
 		Mesh:          m,
 		rootNamespace: rootNamespace(m),
 		domainSuffix:  env.DomainSuffix(),

@@ -24,12 +24,13 @@ func init() { monitoring.MustRegister(metricInvalidResources) }
 // InvalidResources remembers the resources generators dropped because they
 // failed validation, so that the drop is not silent: each is a problem on
 // /debug/warningz until a snapshot generates it valid again. Entries belong
-// to the PushContext they were generated from; a new snapshot starts over
-// (every connected proxy is regenerated from it). The zero value is ready;
-// a nil *InvalidResources records nothing.
+// to the newest PushContext seen; a newer snapshot starts over (every
+// connected proxy is regenerated from it), and generation from an older one
+// (still finishing on some connection) changes nothing. The zero value is
+// ready; a nil *InvalidResources records nothing.
 type InvalidResources struct {
 	mu      sync.Mutex
-	push    *model.PushContext
+	seq     uint64                  // of the newest snapshot seen
 	entries map[string]diag.Problem // by "type name"
 }
 
@@ -41,7 +42,9 @@ func (r *InvalidResources) record(push *model.PushContext, typeURL, name string,
 	subject := ShortType(typeURL) + " " + name
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.resetLocked(push)
+	if !r.currentLocked(push) {
+		return
+	}
 	r.entries[subject] = diag.Problem{Severity: diag.Error, Source: "xds", Subject: subject,
 		Message: "generated " + ShortType(typeURL) + " resource " + name + " is invalid and was not sent: " + err.Error()}
 }
@@ -53,17 +56,23 @@ func (r *InvalidResources) valid(push *model.PushContext, typeURL, name string) 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.resetLocked(push)
-	if len(r.entries) > 0 {
+	if r.currentLocked(push) && len(r.entries) > 0 {
 		delete(r.entries, ShortType(typeURL)+" "+name)
 	}
 }
 
-func (r *InvalidResources) resetLocked(push *model.PushContext) {
-	if r.push != push {
-		r.push = push
+// currentLocked starts over when push is newer than any seen, and reports
+// whether push is the newest snapshot.
+func (r *InvalidResources) currentLocked(push *model.PushContext) bool {
+	switch seq := push.Seq(); {
+	case seq > r.seq || r.entries == nil:
+		r.seq = seq
 		r.entries = map[string]diag.Problem{}
+		return true
+	case seq == r.seq:
+		return true
 	}
+	return false
 }
 
 // Problems lists the drops of the latest snapshot, sorted; a diag.Board

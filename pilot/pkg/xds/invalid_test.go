@@ -40,9 +40,17 @@ func TestInvalidResourcesAreReported(t *testing.T) {
 	// a new snapshot forgets the old one's drops
 	bad.LbPolicy = clusterv3.Cluster_LbPolicy(99)
 	toResources(inv, push, ClusterType, []*clusterv3.Cluster{bad}, func(c *clusterv3.Cluster) string { return c.Name })
-	toResources(inv, model.NewPushContext(), ClusterType, []*clusterv3.Cluster{good}, func(c *clusterv3.Cluster) string { return c.Name })
+	newer := model.NewPushContext()
+	toResources(inv, newer, ClusterType, []*clusterv3.Cluster{good}, func(c *clusterv3.Cluster) string { return c.Name })
 	if ps := inv.Problems(); len(ps) != 0 {
 		t.Errorf("old snapshot's drop still listed: %+v", ps)
+	}
+	// and what the newer one drops stays, whatever the older one still does
+	toResources(inv, newer, ClusterType, []*clusterv3.Cluster{bad}, func(c *clusterv3.Cluster) string { return c.Name })
+	bad.LbPolicy = clusterv3.Cluster_ROUND_ROBIN
+	toResources(inv, push, ClusterType, []*clusterv3.Cluster{bad}, func(c *clusterv3.Cluster) string { return c.Name })
+	if ps := inv.Problems(); len(ps) != 1 {
+		t.Errorf("a late generation from the older snapshot changed the list: %+v", ps)
 	}
 }
 
