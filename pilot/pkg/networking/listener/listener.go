@@ -56,14 +56,6 @@ type InboundTarget struct {
 	ServicePort int
 }
 
-// BuildSidecarListeners builds every listener of a sidecar for the services
-// it sees: BuildOutbound's and BuildInbound's. Sorted by name.
-func BuildSidecarListeners(services []*model.Service, o Options) []*listenerv3.Listener {
-	out := append(BuildOutbound(services, o), BuildInbound(o))
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
 // BuildInbound builds virtualInbound, the one listener that depends on the
 // proxy's own ports (Options.Inbound).
 func BuildInbound(o Options) *listenerv3.Listener { return virtualInbound(o) }

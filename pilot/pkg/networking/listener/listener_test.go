@@ -2,6 +2,7 @@ package listener_test
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -13,6 +14,14 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
+
+// sidecarListeners is every listener of a sidecar, sorted by name, as the
+// generator sends them.
+func sidecarListeners(services []*model.Service, o listener.Options) []*listenerv3.Listener {
+	out := append(listener.BuildOutbound(services, o), listener.BuildInbound(o))
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
 
 func svc(host, vip string, ports ...*model.Port) *model.Service {
 	return &model.Service{Hostname: host, DefaultAddress: vip, Ports: ports, Attributes: model.ServiceAttributes{Name: host, Namespace: "ns"}}
@@ -27,7 +36,7 @@ func TestSidecarListeners(t *testing.T) {
 		svc("dns.kube-system.svc.cluster.local", "10.96.0.10", &model.Port{Name: "dns", Port: 53, Protocol: protocol.UDP}),
 	}
 	self := svc("productpage.bookinfo.svc.cluster.local", "10.96.10.10", &model.Port{Name: "http", Port: 9080, Protocol: protocol.HTTP})
-	ls := listener.BuildSidecarListeners(services, listener.Options{AllowAny: true, Inbound: []listener.InboundTarget{
+	ls := sidecarListeners(services, listener.Options{AllowAny: true, Inbound: []listener.InboundTarget{
 		{Port: 9080, Protocol: protocol.HTTP, ServicePort: 9080, Services: []*model.Service{self}}}})
 	var names []string
 	for _, l := range ls {
@@ -60,7 +69,7 @@ func TestSidecarListeners(t *testing.T) {
 	if err := ls[4].FilterChains[1].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "PassthroughCluster" {
 		t.Errorf("ALLOW_ANY fallback %v", tp.GetCluster())
 	}
-	blocked := listener.BuildSidecarListeners(nil, listener.Options{})
+	blocked := sidecarListeners(nil, listener.Options{})
 	if err := blocked[1].FilterChains[1].Filters[0].GetTypedConfig().UnmarshalTo(tp); err != nil || tp.GetCluster() != "BlackHoleCluster" {
 		t.Errorf("REGISTRY_ONLY fallback %v (%s)", tp.GetCluster(), blocked[1].Name)
 	}
@@ -98,7 +107,7 @@ func chainSummary(t *testing.T, l *listenerv3.Listener) []string {
 // both, told apart by the inspectors.
 func TestInboundChainsPerProtocol(t *testing.T) {
 	self := svc("app.ns.svc.cluster.local", "10.0.0.5", &model.Port{Name: "http", Port: 80, Protocol: protocol.HTTP})
-	ls := listener.BuildSidecarListeners(nil, listener.Options{Inbound: []listener.InboundTarget{
+	ls := sidecarListeners(nil, listener.Options{Inbound: []listener.InboundTarget{
 		{Port: 8080, Protocol: protocol.HTTP, ServicePort: 80, Services: []*model.Service{self}},
 		{Port: 5432, Protocol: protocol.TCP, ServicePort: 5432, Services: []*model.Service{self}},
 		{Port: 9000, Protocol: protocol.Unsupported, ServicePort: 9000, Services: []*model.Service{self}},
@@ -155,7 +164,7 @@ func TestInboundChainsPerProtocol(t *testing.T) {
 // own listener.
 func TestTLSServicesBySNI(t *testing.T) {
 	tls := &model.Port{Name: "tls", Port: 443, Protocol: protocol.TLS}
-	ls := listener.BuildSidecarListeners([]*model.Service{
+	ls := sidecarListeners([]*model.Service{
 		svc("b.example.com", "", tls), svc("a.example.com", "", tls), svc("api.ns.svc.cluster.local", "10.0.0.9", &model.Port{Name: "https", Port: 443, Protocol: protocol.HTTPS}),
 	}, listener.Options{AllowAny: true})
 	if ls[0].Name != "0.0.0.0_443" || ls[1].Name != "10.0.0.9_443" {
@@ -180,7 +189,7 @@ func TestTLSServicesBySNI(t *testing.T) {
 
 func TestAccessLogFromMesh(t *testing.T) {
 	svc := svc("a.ns.svc.cluster.local", "10.0.0.1", &model.Port{Name: "http", Port: 80, Protocol: protocol.HTTP})
-	ls := listener.BuildSidecarListeners([]*model.Service{svc}, listener.Options{AccessLogFile: "/dev/stdout"})
+	ls := sidecarListeners([]*model.Service{svc}, listener.Options{AccessLogFile: "/dev/stdout"})
 	m := &hcm.HttpConnectionManager{}
 	if err := ls[0].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(m); err != nil {
 		t.Fatal(err)
@@ -191,7 +200,7 @@ func TestAccessLogFromMesh(t *testing.T) {
 	if err := ls[0].ValidateAll(); err != nil {
 		t.Fatal(err)
 	}
-	none := listener.BuildSidecarListeners([]*model.Service{svc}, listener.Options{})
+	none := sidecarListeners([]*model.Service{svc}, listener.Options{})
 	_ = none[0].FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(m)
 	if len(m.AccessLog) != 0 {
 		t.Error("access log without accessLogFile")
