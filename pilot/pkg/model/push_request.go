@@ -218,7 +218,10 @@ func (pr *PushRequest) MergeInPlace(other *PushRequest) {
 func (pr *PushRequest) mergeFields(other *PushRequest, everything bool) {
 	pr.Full = pr.Full || other.Full
 	pr.Forced = pr.Forced || other.Forced
-	if other.Push != nil {
+	// the newer snapshot wins, whichever request arrived last: a connection
+	// that merged a late request built from an older snapshot must not
+	// regress to it
+	if other.Push != nil && (pr.Push == nil || other.Push.Seq() > pr.Push.Seq()) {
 		pr.Push = other.Push
 	}
 	if pr.Start.IsZero() || (!other.Start.IsZero() && other.Start.Before(pr.Start)) {

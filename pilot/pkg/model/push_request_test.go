@@ -36,7 +36,9 @@ func assertNoServiceKind(t *testing.T, reqs ...*model.PushRequest) {
 }
 
 func TestMerge(t *testing.T) {
-	pcOld, pcNew := &model.PushContext{}, &model.PushContext{}
+	env := newPCEnv(t).env
+	pcOld := model.InitContext(env, nil, nil)
+	pcNew := model.InitContext(env, pcOld, &model.PushRequest{Full: true})
 	cases := []struct {
 		name       string
 		a, b       *model.PushRequest
@@ -111,6 +113,14 @@ func TestMerge(t *testing.T) {
 			name: "newer push context kept, earlier start kept",
 			a:    &model.PushRequest{Push: pcOld, Start: t0.Add(time.Second)},
 			b:    &model.PushRequest{Push: pcNew, Start: t0},
+			want: &model.PushRequest{Push: pcNew, Start: t0, Reason: model.ReasonStats{}},
+		},
+		{
+			// a request built from an older snapshot that arrives last (a
+			// late endpoint push) must not take a connection back to it
+			name: "newer push context kept when the later request carries an older one",
+			a:    &model.PushRequest{Push: pcNew, Start: t0},
+			b:    &model.PushRequest{Push: pcOld, Start: t0.Add(time.Second)},
 			want: &model.PushRequest{Push: pcNew, Start: t0, Reason: model.ReasonStats{}},
 		},
 		{
