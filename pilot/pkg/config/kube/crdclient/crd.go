@@ -23,6 +23,7 @@ type crdWatcher struct {
 	schemas  map[string]resource.Schema // CRD name -> kind
 	onReady  func(s resource.Schema, initial bool)
 	informed map[string]bool // kinds already reported
+	err      error           // why CRDs are not watched, if they are not
 }
 
 func newCRDWatcher(client kube.Client) *crdWatcher {
@@ -37,10 +38,10 @@ func (w *crdWatcher) run(stop <-chan struct{}, onReady func(resource.Schema, boo
 	w.onReady = onReady
 	inf, err := w.client.Informer(gvr.CustomResourceDefinition)
 	if err != nil {
-		scope.Errorf("cannot watch CustomResourceDefinitions: %v", err)
+		w.fail(err)
 		return
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.observe,
 		UpdateFunc: func(_, o any) { w.observe(o) },
 		DeleteFunc: func(o any) {
@@ -54,8 +55,15 @@ func (w *crdWatcher) run(stop <-chan struct{}, onReady func(resource.Schema, boo
 			}
 		},
 	})
+	if err != nil {
+		// the informer was stopped already: no CRD is ever seen
+		w.fail(err)
+		return
+	}
 	w.client.Start(stop)
-	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
+	// the handler's sync, not the informer's: the initial CRDs must have
+	// reached observe before the ready ones are reported as initial
+	if !cache.WaitForCacheSync(stop, reg.HasSynced) {
 		return
 	}
 	w.mu.Lock()
@@ -71,6 +79,15 @@ func (w *crdWatcher) run(stop <-chan struct{}, onReady func(resource.Schema, boo
 	for _, s := range now {
 		onReady(s, true)
 	}
+}
+
+// fail records and logs why CRDs cannot be watched; the kinds they back
+// then stay empty.
+func (w *crdWatcher) fail(err error) {
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	scope.Errorf("cannot watch CustomResourceDefinitions, Istio and Gateway API kinds stay empty: %v", err)
 }
 
 // register makes the watcher report a kind.
