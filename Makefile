@@ -41,9 +41,9 @@ bench:
 run: build
 	$(OUT)/istiod discovery --configDir manifests/examples/bookinfo --meshConfig manifests/examples/mesh.yaml
 
-# Regenerate the generators' golden files (pilot/pkg/xds/testdata).
+# Regenerate the generators' golden files (pilot/pkg/xds/generators/testdata).
 golden:
-	$(GO) test ./pilot/pkg/xds -run TestGoldens -update
+	$(GO) test ./pilot/pkg/xds/generators -run TestGoldens -update
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pilot/pkg/config/kube/crd

@@ -3,7 +3,7 @@ package bootstrap
 import (
 	"time"
 
-	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pilot/pkg/xds/pushengine"
 )
 
 // PilotArgs are the settings of `istiod discovery`, read once from flags and
@@ -50,7 +50,7 @@ type PilotArgs struct {
 	FileResync time.Duration
 	// Debounce tunes the push debouncer (PILOT_DEBOUNCE_AFTER,
 	// PILOT_DEBOUNCE_MAX, PILOT_ENABLE_EDS_DEBOUNCE).
-	Debounce xds.DebounceOptions
+	Debounce pushengine.DebounceOptions
 	// PushThrottle bounds concurrent pushes (PILOT_PUSH_THROTTLE, 0: automatic).
 	PushThrottle int
 }
@@ -89,6 +89,6 @@ func DefaultArgs() PilotArgs {
 		Profile:          true,
 		ShutdownDuration: 10 * time.Second,
 		FileResync:       30 * time.Second,
-		Debounce:         xds.DefaultDebounceOptions(),
+		Debounce:         pushengine.DefaultDebounceOptions(),
 	}
 }

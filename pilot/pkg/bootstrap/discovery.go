@@ -8,6 +8,8 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
+	"github.com/meshplane/istiod/pilot/pkg/xds/pushengine"
 )
 
 // discovery is the xDS half of the server: environment, ADS server, push
@@ -15,13 +17,14 @@ import (
 type discovery struct {
 	env      *model.Environment
 	server   *xds.DiscoveryServer
-	engine   *xds.PushEngine
+	engine   *pushengine.Engine
 	grpc     *grpc.Server
 	listener net.Listener
 }
 
 // initDiscovery wires the push path: config events and registry updates go
-// to the push engine, which builds PushContexts and queues connections.
+// to the push engine, which builds PushContexts and queues connections; a
+// workload change goes to that workload's own connections.
 func (s *Server) initDiscovery() {
 	d := &discovery{}
 	d.env = model.NewEnvironment(model.EnvironmentOptions{
@@ -33,13 +36,16 @@ func (s *Server) initDiscovery() {
 	})
 	d.server = xds.NewDiscoveryServer()
 	d.server.SetPushThrottle(s.args.PushThrottle)
-	gens := &xds.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate, Invalid: &xds.InvalidResources{}}
+	gens := &generators.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate}
 	// config that is never sent, or that proxies reject, is not silent
-	s.problems.AddProvider(gens.Invalid.Problems)
-	s.problems.AddProvider(d.server.RejectedConfig)
+	s.problems.AddProvider(d.server.Problems)
 	gens.Register(d.server)
 	gens.RegisterGRPC(d.server)
-	d.engine = xds.NewPushEngine(xds.PushEngineOptions{Debounce: s.args.Debounce, Push: d.server.PushFunc(d.env)})
+	push := d.server.PushFunc(d.env)
+	d.engine = pushengine.New(pushengine.Options{Debounce: s.args.Debounce, Push: func(req *model.PushRequest) pushengine.PushResult {
+		st := push(req)
+		return pushengine.PushResult{ProxiesPushed: st.Proxies, IndexesRebuilt: st.IndexesRebuilt, IndexesReused: st.IndexesReused}
+	}})
 	for _, sc := range s.store.Schemas().All() {
 		s.store.RegisterEventHandler(sc.GroupVersionKind(), d.engine.ConfigHandler().Handle)
 	}
@@ -47,14 +53,16 @@ func (s *Server) initDiscovery() {
 		// mesh settings reach every proxy's config: a forced push naming nothing
 		d.engine.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.GlobalUpdate)})
 	})
-	s.services.engine = xds.EngineUpdater{Engine: d.engine}
+	s.services.engine = pushengine.Updater{Engine: d.engine, Proxies: d.server}
 	d.grpc = newGRPCServer(s.args.Keepalive)
 	d.server.Register(d.grpc)
 	s.discovery = d
 }
 
 // startDiscovery binds --grpcAddr and, once every source has synced, builds
-// the first PushContext (streams are refused until then) and starts pushing.
+// the first PushContext (streams are refused, and /ready fails, until then)
+// and starts pushing. The goroutine owns the engine: it returns once the
+// engine has stopped, so Shutdown waits for running pushes.
 func (s *Server) startDiscovery() error {
 	l, err := s.serveGRPC(s.discovery.grpc, s.args.GRPCAddr)
 	if err != nil {
@@ -70,6 +78,7 @@ func (s *Server) startDiscovery() error {
 		s.discovery.server.InitPushContext(s.discovery.env)
 		s.discovery.engine.Start(s.internalStop)
 		scope.Infof("xDS ready: first push context built")
+		<-s.discovery.engine.Done()
 	}()
 	return nil
 }
@@ -80,17 +89,8 @@ func (s *Server) GRPCAddr() string { return s.discovery.listener.Addr().String()
 // DiscoveryServer returns the ADS server.
 func (s *Server) DiscoveryServer() *xds.DiscoveryServer { return s.discovery.server }
 
-// debugHandlers are the xDS debug endpoints.
-func (s *Server) debugHandlers() map[string]http.HandlerFunc {
-	d := s.discovery
-	return map[string]http.HandlerFunc{
-		"adsz":        d.server.AdszHandler,
-		"syncz":       d.server.SynczHandler,
-		"connections": d.server.ConnectionsHandler,
-		"pushz":       d.engine.PushzHandler(),
-		"push_status": d.server.PushStatusHandler,
-		"pushcontext": d.server.PushContextHandler,
-		"config_dump": d.server.ConfigDumpHandler,
-		"edsz":        d.server.EdszHandler,
-	}
-}
+// PushEngine returns the push engine.
+func (s *Server) PushEngine() *pushengine.Engine { return s.discovery.engine }
+
+// pushzHandler serves the push engine's record.
+func (s *Server) pushzHandler() http.HandlerFunc { return s.discovery.engine.PushzHandler() }

@@ -17,7 +17,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/config/file"
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crdclient"
 	"github.com/meshplane/istiod/pilot/pkg/config/memory"
-	"github.com/meshplane/istiod/pilot/pkg/xds"
+	xdsdebug "github.com/meshplane/istiod/pilot/pkg/xds/debug"
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/mesh/kubemesh"
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
@@ -199,14 +199,15 @@ func (s *Server) initConfigController() error {
 }
 
 func (s *Server) initServers() {
-	debug := xds.NewDebug(xds.DebugOptions{
+	debug := xdsdebug.New(xdsdebug.Options{
 		Store:       s.store,
 		Mesh:        s.Mesh,
 		Collections: s.krtDebug,
 		Problems:    s.problems,
 		Profile:     s.args.Profile,
 		Registry:    s.services,
-		Extra:       s.debugHandlers(),
+		XDS:         s.discovery.server,
+		Pushz:       s.pushzHandler(),
 	})
 	httpMux := http.NewServeMux()
 	httpMux.HandleFunc("/ready", s.ready)
@@ -229,10 +230,17 @@ func (s *Server) Store() *aggregate.Store { return s.store }
 // Problems returns the board of current configuration problems.
 func (s *Server) Problems() *diag.Board { return s.problems }
 
-// ready answers 200 once every config source has synced.
+// ready answers 200 once every config source has synced and the first
+// PushContext is built, so that xDS streams are served (as Istio's
+// readiness includes the first push): a Deployment's probe never admits
+// proxies that would get Unavailable.
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 	if !s.HasSynced() {
 		http.Error(w, "config sources not synced", http.StatusServiceUnavailable)
+		return
+	}
+	if !s.discovery.server.Ready() {
+		http.Error(w, "xDS not ready: first push context not built yet", http.StatusServiceUnavailable)
 		return
 	}
 	w.WriteHeader(http.StatusOK)

@@ -49,10 +49,10 @@ func (t teeUpdater) ConfigUpdate(req *model.PushRequest) { t.next().ConfigUpdate
 func (t teeUpdater) ProxyUpdate(cluster, ip string)      { t.next().ProxyUpdate(cluster, ip) }
 func (t teeUpdater) RemoveShard(shard model.ShardKey)    { t.next().RemoveShard(shard) }
 
-// Services implements xds.RegistryDebugSource.
+// Services implements debug.RegistryDebugSource.
 func (c *serviceControllers) Services() []*model.Service { return c.aggregate.Services() }
 
-// EndpointIndex implements xds.RegistryDebugSource.
+// EndpointIndex implements debug.RegistryDebugSource.
 func (c *serviceControllers) EndpointIndex() *model.EndpointIndex { return c.index }
 
 // HasSynced reports whether every registry has read its initial state.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -166,10 +167,21 @@ func (p *Proxy) IPAddress() string {
 	return p.IPAddresses[0]
 }
 
+// HasIP reports whether ip is one of the proxy's addresses.
+func (p *Proxy) HasIP(ip string) bool { return slices.Contains(p.IPAddresses, ip) }
+
 // GeneratorName is the metadata GENERATOR (e.g. "grpc" for proxyless gRPC).
 func (p *Proxy) GeneratorName() string {
 	if p.Metadata == nil {
 		return ""
 	}
 	return p.Metadata.Generator
+}
+
+// ClusterID is the cluster the proxy says it runs in ("" when it does not).
+func (p *Proxy) ClusterID() string {
+	if p.Metadata == nil {
+		return ""
+	}
+	return p.Metadata.ClusterID
 }

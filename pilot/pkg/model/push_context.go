@@ -2,8 +2,10 @@ package model
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	meshconfig "istio.io/api/mesh/v1alpha1"
@@ -33,6 +35,7 @@ type PushContext struct {
 	FullRebuild bool
 
 	seq           uint64
+	version       string
 	rootNamespace string
 	domainSuffix  string
 	env           *Environment
@@ -66,6 +69,10 @@ var pushContextSeq atomic.Uint64
 // Seq numbers the snapshot: a later-built snapshot has a larger number.
 func (p *PushContext) Seq() uint64 { return p.seq }
 
+// PushVersion is the version responses generated from this snapshot carry,
+// in Istio's shape: the build time (RFC 3339) and the sequence number.
+func (p *PushContext) PushVersion() string { return p.version }
+
 // NewPushContext returns an empty snapshot (no services, no configuration)
 // with the default mesh configuration; handy before the first push and in
 // tests.
@@ -82,8 +89,10 @@ func NewPushContext() *PushContext {
 // Full (endpoints only) rebuilds nothing. oldPush is not modified.
 func InitContext(env *Environment, oldPush *PushContext, req *PushRequest) *PushContext {
 	m := env.Mesh()
+	seq := pushContextSeq.Add(1)
 	p := &PushContext{
-		seq:           pushContextSeq.Add(1),
+		seq:           seq,
+		version:       time.Now().UTC().Format(time.RFC3339) + "/" + strconv.FormatUint(seq, 10),
 		Mesh:          m,
 		rootNamespace: rootNamespace(m),
 		domainSuffix:  env.DomainSuffix(),

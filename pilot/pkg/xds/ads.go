@@ -29,7 +29,7 @@ type DiscoveryServer struct {
 
 	// push is the current snapshot; nil until the first one exists, and
 	// streams are refused with Unavailable until then.
-	push atomic.Pointer[pushState]
+	push atomic.Pointer[model.PushContext]
 
 	mu          sync.RWMutex
 	connections map[string]*Connection
@@ -37,11 +37,6 @@ type DiscoveryServer struct {
 
 	// throttle bounds the connections pushing at once (PILOT_PUSH_THROTTLE).
 	throttle *Semaphore
-}
-
-type pushState struct {
-	ctx     *model.PushContext
-	version string
 }
 
 // NewDiscoveryServer returns a server with no generators and no snapshot.
@@ -75,10 +70,16 @@ func (s *DiscoveryServer) RegisterGeneratorFor(name, typeURL string, g Generator
 	s.gens.register(name, typeURL, g)
 }
 
-// SetPushContext installs a snapshot and the version string pushes carry.
-func (s *DiscoveryServer) SetPushContext(pc *model.PushContext, version string) {
-	s.push.Store(&pushState{ctx: pc, version: version})
-}
+// SetPushContext installs a snapshot; responses carry its PushVersion.
+func (s *DiscoveryServer) SetPushContext(pc *model.PushContext) { s.push.Store(pc) }
+
+// PushContext is the current snapshot (nil before the first one).
+// Read-only.
+func (s *DiscoveryServer) PushContext() *model.PushContext { return s.push.Load() }
+
+// Ready reports whether the first snapshot exists, so that streams are
+// served.
+func (s *DiscoveryServer) Ready() bool { return s.push.Load() != nil }
 
 // Register mounts the ADS services on a gRPC server.
 func (s *DiscoveryServer) Register(g *grpc.Server) {
@@ -229,52 +230,63 @@ func recordConvergence(req *model.PushRequest) {
 
 // pushType generates one type for the connection and sends it.
 func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string, req *model.PushRequest) error {
-	ps := s.push.Load()
-	con.mu.Lock()
-	w := con.watched[t]
-	if w == nil {
-		con.mu.Unlock()
+	wc := con.Watched(t)
+	if wc == nil {
 		return nil
 	}
-	wc := *w
-	con.mu.Unlock()
 	start := time.Now()
 	gen := s.gens.find(con.proxy, t)
 	if gen == nil {
 		adsLog.Debugf("%s: no generator for %s", con.ID, t)
 		return nil
 	}
-	req = withPush(req, ps.ctx)
-	res, err := gen.Generate(con.proxy, &wc, req)
+	req = s.withPush(req)
+	g, err := gen.Generate(con.proxy, wc, req)
 	if err != nil {
 		adsLog.Warnf("%s: generating %s: %v", con.ID, ShortType(t), err)
 		return nil
 	}
-	resp := &discovery.DiscoveryResponse{TypeUrl: t, VersionInfo: ps.version, Nonce: nonce()}
+	res, held := g.Resources, heldSet(g.Held)
+	if isWildcardType(t) && len(held) > 0 {
+		// leaving a listener or cluster out of a state-of-the-world
+		// response deletes it: resend the copy the proxy holds
+		res = withHeldCopies(res, wc.last, held)
+	}
+	resp := &discovery.DiscoveryResponse{TypeUrl: t, VersionInfo: req.Push.PushVersion(), Nonce: nonce()}
 	size := 0
 	for _, r := range res {
 		resp.Resources = append(resp.Resources, r.Resource)
 		size += len(r.GetResource().GetValue())
 	}
 	if err := stream.Send(resp); err != nil {
+		RecordXDSSendError(ShortType(t))
 		return err
 	}
 	con.mu.Lock()
 	if w := con.watched[t]; w != nil {
 		w.NonceSent = resp.Nonce
 		w.VersionSent = resp.VersionInfo
+		w.Held = held
+		if isWildcardType(t) {
+			w.last = res
+		}
 	}
 	con.mu.Unlock()
 	recordSend(t, size, start)
 	return nil
 }
 
-func withPush(req *model.PushRequest, pc *model.PushContext) *model.PushRequest {
-	if req.Push != nil {
+// withPush gives req the snapshot it is generated from: its own, or the
+// current one when it has none or an older one (a newer snapshot holds
+// every change the older one did). Responses carry the version of the
+// snapshot their content comes from.
+func (s *DiscoveryServer) withPush(req *model.PushRequest) *model.PushRequest {
+	cur := s.push.Load()
+	if req.Push != nil && (cur == nil || req.Push.Seq() >= cur.Seq()) {
 		return req
 	}
 	cp := *req
-	cp.Push = pc
+	cp.Push = cur
 	return &cp
 }
 

@@ -1,10 +1,6 @@
 package xds_test
 
 import (
-	"context"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +9,6 @@ import (
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -23,14 +18,16 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 )
 
-const timeout = 10 * time.Second
+const timeout = xdstest.Timeout
 
 // world is what the test generators serve.
 type world struct {
 	mu       sync.Mutex
 	clusters []string
+	invalid  map[string]string
 }
 
 func (w *world) set(names ...string) {
@@ -44,84 +41,70 @@ func res(name string, m proto.Message) *discovery.Resource {
 	return &discovery.Resource{Name: name, Resource: a}
 }
 
-func (w *world) cds(_ *model.Proxy, _ *xds.WatchedResource, _ *model.PushRequest) ([]*discovery.Resource, error) {
+func (w *world) cds(_ *model.Proxy, _ *xds.WatchedResource, _ *model.PushRequest) (xds.Generated, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []*discovery.Resource
+	var out xds.Generated
 	for _, n := range w.clusters {
-		out = append(out, res(n, &cluster.Cluster{Name: n, ConnectTimeout: durationpb.New(time.Second),
+		if reason, bad := w.invalid[n]; bad {
+			out.Held = append(out.Held, xds.Held{Name: n, Reason: reason})
+			continue
+		}
+		out.Resources = append(out.Resources, res(n, &cluster.Cluster{Name: n, ConnectTimeout: durationpb.New(time.Second),
 			ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS}}))
 	}
 	return out, nil
 }
 
-func (w *world) eds(_ *model.Proxy, wr *xds.WatchedResource, _ *model.PushRequest) ([]*discovery.Resource, error) {
-	var out []*discovery.Resource
+func (w *world) eds(_ *model.Proxy, wr *xds.WatchedResource, _ *model.PushRequest) (xds.Generated, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out xds.Generated
 	for _, n := range wr.Names() {
-		out = append(out, res(n, &endpoint.ClusterLoadAssignment{ClusterName: n}))
+		if reason, bad := w.invalid[n]; bad {
+			out.Held = append(out.Held, xds.Held{Name: n, Reason: reason})
+			continue
+		}
+		out.Resources = append(out.Resources, res(n, &endpoint.ClusterLoadAssignment{ClusterName: n}))
 	}
 	return out, nil
 }
 
+// setInvalid makes the generators report these resources as held (failing
+// validation), with a reason.
+func (w *world) setInvalid(reasons map[string]string) {
+	w.mu.Lock()
+	w.invalid = reasons
+	w.mu.Unlock()
+}
+
 type server struct {
-	ds    *xds.DiscoveryServer
-	addr  string
+	*xdstest.Server
 	world *world
 }
 
+// newServer serves the world's clusters and their endpoints; ready installs
+// a first snapshot.
 func newServer(t *testing.T, ready bool) *server {
 	t.Helper()
-	ds := xds.NewDiscoveryServer()
+	s := xdstest.NewServer(t)
 	w := &world{}
 	w.set("outbound|80||a.default.svc.cluster.local", "outbound|80||b.default.svc.cluster.local")
-	ds.RegisterGenerator(xds.ClusterType, xds.GeneratorFunc(w.cds))
-	ds.RegisterGenerator(xds.EndpointType, xds.GeneratorFunc(w.eds))
+	s.DS.RegisterGenerator(xds.ClusterType, xds.GeneratorFunc(w.cds))
+	s.DS.RegisterGenerator(xds.EndpointType, xds.GeneratorFunc(w.eds))
 	if ready {
-		ds.SetPushContext(model.NewPushContext(), "v1")
+		s.DS.SetPushContext(model.NewPushContext())
 	}
-	g := grpc.NewServer()
-	ds.Register(g)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(l) }()
-	t.Cleanup(g.Stop)
-	return &server{ds: ds, addr: l.Addr().String(), world: w}
+	return &server{Server: s, world: w}
 }
-
-const nodeID = "sidecar~10.0.0.1~app-1.default~default.svc.cluster.local"
 
 func dial(t *testing.T, s *server, cfg adsc.Config) *adsc.Client {
-	t.Helper()
-	if cfg.NodeID == "" {
-		cfg.NodeID = nodeID
-	}
-	c, err := adsc.Dial(context.Background(), s.addr, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return xdstest.Dial(t, s.Server, cfg)
 }
 
-func next(t *testing.T, c *adsc.Client) *adsc.Response {
-	t.Helper()
-	r, err := c.Next(timeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+func next(t *testing.T, c *adsc.Client) *adsc.Response { return xdstest.Next(t, c) }
 
-// noResponse asserts nothing arrives for a while; it cannot prove absence,
-// but a resend would arrive well within it.
-func noResponse(t *testing.T, c *adsc.Client) {
-	t.Helper()
-	if r, err := c.Next(300 * time.Millisecond); err == nil {
-		t.Fatalf("unexpected response %s %v", r.TypeURL, r.Resources)
-	}
-}
+func noResponse(t *testing.T, c *adsc.Client) { xdstest.NoResponse(t, c) }
 
 func TestRefusedUntilFirstPushContext(t *testing.T) {
 	s := newServer(t, false)
@@ -152,23 +135,24 @@ func TestSotWProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := next(t, c)
-	if len(r.Resources) != 2 || r.Version != "v1" {
+	if len(r.Resources) != 2 || r.Version != s.DS.PushContext().PushVersion() {
 		t.Fatalf("initial CDS %v %s", r.Resources, r.Version)
 	}
 	if err := c.ACK(r); err != nil {
 		t.Fatal(err)
 	}
 	noResponse(t, c) // an ACK without a subscription change gets no response
-	if w := s.ds.Connections()[0].Watched(xds.ClusterType); w.NonceAcked != r.Nonce {
+	if w := s.DS.Connections()[0].Watched(xds.ClusterType); w.NonceAcked != r.Nonce {
 		t.Errorf("acked nonce %q, want %q", w.NonceAcked, r.Nonce)
 	}
 
 	// a push sends the new state with the new version
 	s.world.set("outbound|80||a.default.svc.cluster.local")
-	s.ds.SetPushContext(model.NewPushContext(), "v2")
-	s.ds.Push(&model.PushRequest{Full: true})
+	pc2 := model.NewPushContext()
+	s.DS.SetPushContext(pc2)
+	s.DS.Push(&model.PushRequest{Full: true})
 	r2 := next(t, c)
-	if len(r2.Resources) != 1 || r2.Version != "v2" || r2.Nonce == r.Nonce {
+	if len(r2.Resources) != 1 || r2.Version != pc2.PushVersion() || r2.Version == r.Version || r2.Nonce == r.Nonce {
 		t.Fatalf("pushed CDS %v %s", r2.Resources, r2.Version)
 	}
 	// NACK: recorded, not resent
@@ -176,12 +160,12 @@ func TestSotWProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	noResponse(t, c)
-	if w := s.ds.Connections()[0].Watched(xds.ClusterType); w.LastNACK != "bad cluster" {
+	if w := s.DS.Connections()[0].Watched(xds.ClusterType); w.LastNACK != "bad cluster" {
 		t.Errorf("NACK not recorded: %+v", w)
 	}
 	// and shown with the other configuration problems
-	if ps := s.ds.RejectedConfig(); len(ps) != 1 || ps[0].Subject != "rejected cds" ||
-		ps[0].Message != "1 proxies reject cds: bad cluster ("+s.ds.Connections()[0].Proxy().ID+")" {
+	if ps := s.DS.Problems(); len(ps) != 1 || ps[0].Subject != "rejected cds" ||
+		ps[0].Message != "1 proxies reject cds: bad cluster ("+s.DS.Connections()[0].Proxy().ID+")" {
 		t.Errorf("rejected config %+v", ps)
 	}
 	// a stale nonce is ignored
@@ -190,14 +174,14 @@ func TestSotWProtocol(t *testing.T) {
 	}
 	noResponse(t, c)
 	// accepting a later response clears the rejection
-	s.ds.Push(&model.PushRequest{Full: true})
+	s.DS.Push(&model.PushRequest{Full: true})
 	if err := c.ACK(next(t, c)); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(timeout)
-	for len(s.ds.RejectedConfig()) != 0 {
+	for len(s.DS.Problems()) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("rejection still listed after an ACK: %+v", s.ds.RejectedConfig())
+			t.Fatalf("rejection still listed after an ACK: %+v", s.DS.Problems())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -227,12 +211,12 @@ func TestSotWSubscriptionChangeAndOrder(t *testing.T) {
 		t.Fatalf("EDS after resubscribe %v", r.Resources)
 	}
 	// a full push goes CDS then EDS
-	s.ds.Push(&model.PushRequest{Full: true})
+	s.DS.Push(&model.PushRequest{Full: true})
 	if a, b := next(t, c), next(t, c); a.TypeURL != xds.ClusterType || b.TypeURL != xds.EndpointType {
 		t.Errorf("push order %s, %s", a.TypeURL, b.TypeURL)
 	}
 	// an endpoint-only push sends EDS only
-	s.ds.Push(&model.PushRequest{Full: false})
+	s.DS.Push(&model.PushRequest{Full: false})
 	if r := next(t, c); r.TypeURL != xds.EndpointType {
 		t.Errorf("incremental push sent %s", r.TypeURL)
 	}
@@ -250,11 +234,11 @@ func TestDeltaProtocol(t *testing.T) {
 		t.Fatalf("initial delta CDS %v removed %v", r.Resources, r.Removed)
 	}
 	// unchanged push: nothing sent
-	s.ds.Push(&model.PushRequest{Full: true})
+	s.DS.Push(&model.PushRequest{Full: true})
 	noResponse(t, c)
 	// one cluster removed, one added
 	s.world.set("outbound|80||a.default.svc.cluster.local", "outbound|80||c.default.svc.cluster.local")
-	s.ds.Push(&model.PushRequest{Full: true})
+	s.DS.Push(&model.PushRequest{Full: true})
 	r = next(t, c)
 	if len(r.Resources) != 1 || r.Resources["outbound|80||c.default.svc.cluster.local"] == nil ||
 		len(r.Removed) != 1 || r.Removed[0] != "outbound|80||b.default.svc.cluster.local" {
@@ -299,40 +283,7 @@ func TestDeltaNamedSubscriptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	noResponse(t, c)
-	if w := s.ds.Connections()[0].Watched(xds.EndpointType); len(w.ResourceNames) != 1 {
+	if w := s.DS.Connections()[0].Watched(xds.EndpointType); len(w.ResourceNames) != 1 {
 		t.Errorf("watch after unsubscribe: %v", w.ResourceNames)
-	}
-}
-
-func TestAdszAndSyncz(t *testing.T) {
-	s := newServer(t, true)
-	c := dial(t, s, adsc.Config{NoAutoACK: true, Metadata: map[string]any{"ISTIO_VERSION": "1.31.0", "NAMESPACE": "default"}})
-	if err := c.Watch(xds.ClusterType); err != nil {
-		t.Fatal(err)
-	}
-	r := next(t, c)
-	get := func(h http.HandlerFunc) string {
-		rec := httptest.NewRecorder()
-		h(rec, httptest.NewRequest("GET", "/", nil))
-		return rec.Body.String()
-	}
-	if body := get(s.ds.SynczHandler); !strings.Contains(body, `"status": "STALE"`) {
-		t.Errorf("syncz before ACK: %s", body)
-	}
-	if err := c.ACK(r); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(get(s.ds.SynczHandler), `"status": "SYNCED"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("syncz after ACK: %s", get(s.ds.SynczHandler))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	adsz := get(s.ds.AdszHandler)
-	for _, want := range []string{`"proxyType": "sidecar"`, `"cds": [`, `"*"`, `"ISTIO_VERSION": "1.31.0"`, `"namespace": "default"`} {
-		if !strings.Contains(adsz, want) {
-			t.Errorf("adsz lacks %s: %s", want, adsz)
-		}
 	}
 }

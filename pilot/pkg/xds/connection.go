@@ -93,7 +93,8 @@ func (c *Connection) watchedTypes() []string {
 	return append(out, rest...)
 }
 
-// Watched returns a copy of the connection's watch of a type (nil if none).
+// Watched returns a deep copy of the connection's watch of a type (nil if
+// none): the caller owns it, and the stream goes on changing its own.
 func (c *Connection) Watched(typeURL string) *WatchedResource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -101,8 +102,7 @@ func (c *Connection) Watched(typeURL string) *WatchedResource {
 	if !ok {
 		return nil
 	}
-	cp := *w
-	return &cp
+	return w.clone()
 }
 
 func sortConnections(cs []*Connection) {

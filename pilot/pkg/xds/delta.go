@@ -121,33 +121,26 @@ func applySubscriptions(w *WatchedResource, req *discovery.DeltaDiscoveryRequest
 // new or changed resources, and removals. A push that changes nothing is not
 // sent unless it answers a request.
 func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t string, req *model.PushRequest, answer bool) error {
-	ps := s.push.Load()
-	con.mu.Lock()
-	w := con.watched[t]
-	if w == nil {
-		con.mu.Unlock()
+	wc := con.Watched(t)
+	if wc == nil {
 		return nil
 	}
-	wc := *w
-	sent := make(map[string]string, len(w.Sent))
-	for k, v := range w.Sent {
-		sent[k] = v
-	}
-	con.mu.Unlock()
+	sent := wc.Sent
 	start := time.Now()
 	gen := s.gens.find(con.proxy, t)
 	if gen == nil {
 		return nil
 	}
-	res, err := gen.Generate(con.proxy, &wc, withPush(req, ps.ctx))
+	req = s.withPush(req)
+	g, err := gen.Generate(con.proxy, wc, req)
 	if err != nil {
 		adsLog.Warnf("%s: generating %s: %v", con.ID, ShortType(t), err)
 		return nil
 	}
-	resp := &discovery.DeltaDiscoveryResponse{TypeUrl: t, SystemVersionInfo: ps.version}
-	current := make(map[string]string, len(res))
+	resp := &discovery.DeltaDiscoveryResponse{TypeUrl: t, SystemVersionInfo: req.Push.PushVersion()}
+	current := make(map[string]string, len(g.Resources))
 	size := 0
-	for _, r := range res {
+	for _, r := range g.Resources {
 		v := resourceVersion(r)
 		current[r.Name] = v
 		if sent[r.Name] != v {
@@ -155,19 +148,29 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 			size += len(r.GetResource().GetValue())
 		}
 	}
-	resp.RemovedResources = removedNames(&wc, sent, current)
+	held := heldSet(g.Held)
+	for n := range held {
+		// neither sent nor removed: the client keeps what it holds
+		if v, ok := sent[n]; ok {
+			current[n] = v
+		}
+	}
+	resp.RemovedResources = removedNames(wc, sent, current, held)
 	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 && !answer {
+		s.setHeld(con, t, held)
 		return nil
 	}
 	resp.Nonce = nonce()
 	if err := stream.Send(resp); err != nil {
+		RecordXDSSendError(ShortType(t))
 		return err
 	}
 	con.mu.Lock()
 	if w := con.watched[t]; w != nil {
 		w.NonceSent = resp.Nonce
-		w.VersionSent = ps.version
+		w.VersionSent = req.Push.PushVersion()
 		w.Sent = current
+		w.Held = held
 	}
 	con.mu.Unlock()
 	recordSend(t, size, start)
@@ -176,8 +179,8 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 
 // removedNames: for a wildcard watch, what the client holds that no longer
 // exists; for a named watch, the subscribed names the client holds or just
-// asked for that do not exist.
-func removedNames(w *WatchedResource, sent, current map[string]string) []string {
+// asked for that do not exist. Held names exist: they are never removed.
+func removedNames(w *WatchedResource, sent, current map[string]string, held map[string]string) []string {
 	var out []string
 	if w.Wildcard {
 		for n := range sent {
@@ -188,6 +191,9 @@ func removedNames(w *WatchedResource, sent, current map[string]string) []string 
 	} else {
 		for n := range w.ResourceNames {
 			if _, ok := current[n]; !ok {
+				if _, h := held[n]; h {
+					continue
+				}
 				if _, held := sent[n]; held || w.NonceSent == "" {
 					out = append(out, n)
 				}
@@ -204,11 +210,11 @@ func resourceVersion(r *discovery.Resource) string {
 	if r.Version != "" {
 		return r.Version
 	}
-	return contentVersion(r.GetResource().GetValue())
+	return ContentVersion(r.GetResource().GetValue())
 }
 
-// contentVersion is a content hash of a serialised resource.
-func contentVersion(b []byte) string {
+// ContentVersion is a content hash of a serialised resource.
+func ContentVersion(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }

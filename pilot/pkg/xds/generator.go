@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"maps"
 	"sync"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -61,6 +62,21 @@ type WatchedResource struct {
 	// Sent holds, for delta streams, the version of every resource the
 	// client holds.
 	Sent map[string]string
+	// Held are the resources the last push left as the client holds them
+	// because they failed validation, with the reason (see Generated).
+	Held map[string]string
+	// last is, for state-of-the-world wildcard types, the resources of the
+	// last response: a held resource is resent as it was.
+	last []*discovery.Resource
+}
+
+// clone copies w, maps included.
+func (w *WatchedResource) clone() *WatchedResource {
+	cp := *w
+	cp.ResourceNames = maps.Clone(w.ResourceNames)
+	cp.Sent = maps.Clone(w.Sent)
+	cp.Held = maps.Clone(w.Held)
+	return &cp
 }
 
 // Names returns the subscribed names (nil for wildcard).
@@ -78,16 +94,41 @@ func (w *WatchedResource) Names() []string {
 // Generator builds the resources of one type for one proxy. It must be pure:
 // its output depends only on the proxy, the watch and the request's
 // PushContext. It returns the full set the proxy should have (for a named
-// watch, the subset it asked for); the server computes deltas.
+// watch, the subset it asked for); the server computes deltas. The
+// resources may be shared with the generator's caches: nobody modifies
+// them.
 type Generator interface {
-	Generate(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error)
+	Generate(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) (Generated, error)
+}
+
+// Generated is a generator's answer for one proxy and type.
+type Generated struct {
+	// Resources are the resources to send.
+	Resources []*discovery.Resource
+	// Held names resources that exist but could not be generated validly
+	// this time (with the reason). They are not sent, and they are not
+	// removed from the proxy either: it keeps its last valid copy (ours;
+	// Istio sends them and the proxy rejects the whole response).
+	Held []Held
+}
+
+// Held is a resource left as the proxy holds it, and why.
+type Held struct {
+	Name   string
+	Reason string
+}
+
+// Append adds other's resources and held names to g.
+func (g *Generated) Append(other Generated) {
+	g.Resources = append(g.Resources, other.Resources...)
+	g.Held = append(g.Held, other.Held...)
 }
 
 // GeneratorFunc adapts a function to Generator.
-type GeneratorFunc func(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error)
+type GeneratorFunc func(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) (Generated, error)
 
 // Generate implements Generator.
-func (f GeneratorFunc) Generate(p *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+func (f GeneratorFunc) Generate(p *model.Proxy, w *WatchedResource, req *model.PushRequest) (Generated, error) {
 	return f(p, w, req)
 }
 

@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pkg/monitoring"
 )
 
@@ -16,11 +15,6 @@ var (
 	metricXDSPushes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pilot_xds_pushes",
 		Help: "Pushes of each xDS type (cds, eds, lds, rds, ...), and failed sends as <type>_senderr.",
-	}, []string{"type"})
-
-	metricPushTriggers = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pilot_push_triggers",
-		Help: "Times a push was requested, by the reason of the request.",
 	}, []string{"type"})
 
 	metricProxyConvergence = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -35,12 +29,6 @@ var (
 		Buckets: []float64{.1, .5, 1, 3, 5, 10, 20, 30},
 	})
 
-	metricDebounceTime = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "pilot_debounce_time",
-		Help:    "Seconds from the first change entering the debouncer until the merged request is released for pushing.",
-		Buckets: []float64{.01, .1, 1, 3, 5, 10, 20, 30},
-	})
-
 	metricPushContextInit = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "pilot_pushcontext_init_seconds",
 		Help:    "Seconds taken to build a push context.",
@@ -51,11 +39,6 @@ var (
 		Name:    "pilot_xds_push_time",
 		Help:    "Seconds taken to generate and send one xDS type to a proxy, by type.",
 		Buckets: []float64{.01, .1, 1, 3, 5, 10, 20, 30},
-	}, []string{"type"})
-
-	metricInboundUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pilot_inbound_updates",
-		Help: "Change notifications received, by type (config, eds, svc, svcdelete).",
 	}, []string{"type"})
 
 	metricServices = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -70,29 +53,9 @@ var (
 )
 
 func init() {
-	monitoring.MustRegister(metricXDSPushes, metricPushTriggers, metricProxyConvergence, metricProxyQueueTime,
-		metricDebounceTime, metricPushContextInit, metricXDSPushTime, metricInboundUpdates,
+	monitoring.MustRegister(metricXDSPushes, metricProxyConvergence, metricProxyQueueTime,
+		metricPushContextInit, metricXDSPushTime,
 		metricServices, metricVirtualServices)
-}
-
-// Values of the type label of pilot_inbound_updates.
-const (
-	InboundConfig        = "config"
-	InboundEDS           = "eds"
-	InboundService       = "svc"
-	InboundServiceDelete = "svcdelete"
-)
-
-// RecordInboundUpdate counts one change notification of a type
-// (InboundConfig, InboundEDS, ...). The registries' XDSUpdater calls it for
-// eds/svc/svcdelete; the push engine counts config itself.
-func RecordInboundUpdate(typ string) { metricInboundUpdates.WithLabelValues(typ).Inc() }
-
-// RecordPushTriggers adds a request's reasons to pilot_push_triggers.
-func RecordPushTriggers(reasons model.ReasonStats) {
-	for r, n := range reasons {
-		metricPushTriggers.WithLabelValues(string(r)).Add(float64(n))
-	}
 }
 
 // RecordXDSPush counts one push of an xDS type and its duration. typ is the
@@ -117,7 +80,5 @@ func SetServiceCount(n int) { metricServices.Set(float64(n)) }
 
 // SetVirtualServiceCount sets pilot_virt_services.
 func SetVirtualServiceCount(n int) { metricVirtualServices.Set(float64(n)) }
-
-func recordDebounceTime(d time.Duration) { metricDebounceTime.Observe(d.Seconds()) }
 
 func recordQueueTime(d time.Duration) { metricProxyQueueTime.Observe(d.Seconds()) }

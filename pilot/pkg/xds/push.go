@@ -1,37 +1,33 @@
 package xds
 
 import (
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 )
 
-// pushCounter numbers push versions within the process.
-var pushCounter atomic.Int64
-
-// pushVersion is the version a snapshot's responses carry: a time stamp and a
-// counter, monotonic within the process.
-func pushVersion(now time.Time) string {
-	return now.UTC().Format(time.RFC3339) + "/" + strconv.FormatInt(pushCounter.Add(1), 10)
+// PushStats is what one push did, for /debug/pushz.
+type PushStats struct {
+	// Proxies counts the connections the push was queued for.
+	Proxies int
+	// IndexesRebuilt and IndexesReused name the PushContext indexes built
+	// for this push and those reused from the previous snapshot.
+	IndexesRebuilt []string
+	IndexesReused  []string
 }
 
 // PushFunc is the push engine's per-push callback: it builds the next
 // PushContext (reusing the indexes a request does not touch), installs it,
 // and queues every connection the request concerns.
-func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushRequest) PushResult {
-	return func(req *model.PushRequest) PushResult {
-		var old *model.PushContext
-		if ps := s.push.Load(); ps != nil {
-			old = ps.ctx
-		}
+func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushRequest) PushStats {
+	return func(req *model.PushRequest) PushStats {
+		old := s.PushContext()
 		pc := old
 		if req.Full || old == nil {
 			t0 := time.Now()
 			pc = model.InitContext(env, old, req)
 			RecordPushContextInit(time.Since(t0))
-			s.SetPushContext(pc, pushVersion(time.Now()))
+			s.SetPushContext(pc)
 		}
 		r := *req
 		r.Push = pc
@@ -42,40 +38,38 @@ func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushReque
 				n++
 			}
 		}
-		return PushResult{ProxiesPushed: n, IndexesRebuilt: pc.Rebuilt, IndexesReused: pc.Reused}
+		return PushStats{Proxies: n, IndexesRebuilt: pc.Rebuilt, IndexesReused: pc.Reused}
 	}
 }
 
 // InitPushContext builds the first snapshot, after which streams are served.
 func (s *DiscoveryServer) InitPushContext(env *model.Environment) {
-	pc := model.InitContext(env, nil, &model.PushRequest{Full: true, Forced: true})
-	s.SetPushContext(pc, pushVersion(time.Now()))
+	s.SetPushContext(model.InitContext(env, nil, &model.PushRequest{Full: true, Forced: true}))
 }
 
-// EngineUpdater is the end of the registries' XDSUpdater chain: push requests
-// go to the push engine.
-type EngineUpdater struct {
-	Engine *PushEngine
+// ProxyUpdate pushes the connections of the workload with this IP (in
+// cluster clusterID; any cluster when the proxy does not say) from the
+// current snapshot: the workload's own config (its inbound listeners and
+// clusters) follows the registries, and nothing else changed, so no new
+// PushContext is built and no other proxy is pushed. It returns the number
+// of connections queued; a workload that is not connected here costs
+// nothing.
+func (s *DiscoveryServer) ProxyUpdate(clusterID, ip string) int {
+	pc := s.PushContext()
+	if pc == nil {
+		return 0 // not serving yet: the first push covers it
+	}
+	n := 0
+	for _, c := range s.Connections() {
+		if !c.proxy.HasIP(ip) {
+			continue
+		}
+		if cid := c.proxy.ClusterID(); cid != "" && clusterID != "" && cid != clusterID {
+			continue
+		}
+		c.enqueue(&model.PushRequest{Full: true, Forced: true, Push: pc, Start: time.Now(),
+			Reason: model.NewReasonStats(model.ProxyUpdate)})
+		n++
+	}
+	return n
 }
-
-var _ model.XDSUpdater = EngineUpdater{}
-
-// ConfigUpdate implements model.XDSUpdater.
-func (u EngineUpdater) ConfigUpdate(req *model.PushRequest) { u.Engine.ConfigUpdate(req) }
-
-// EDSUpdate implements model.XDSUpdater; the endpoint index updater in front
-// of this one has already turned it into a ConfigUpdate.
-func (u EngineUpdater) EDSUpdate(model.ShardKey, string, string, []*model.IstioEndpoint) {}
-
-// SvcUpdate implements model.XDSUpdater; registries request the push through
-// ConfigUpdate.
-func (u EngineUpdater) SvcUpdate(model.ShardKey, string, string, model.Event) {}
-
-// ProxyUpdate implements model.XDSUpdater: the workload behind a proxy
-// changed, which may change its inbound config.
-func (u EngineUpdater) ProxyUpdate(string, string) {
-	u.Engine.ConfigUpdate(&model.PushRequest{Full: true, Reason: model.NewReasonStats(model.ProxyUpdate)})
-}
-
-// RemoveShard implements model.XDSUpdater.
-func (u EngineUpdater) RemoveShard(model.ShardKey) {}

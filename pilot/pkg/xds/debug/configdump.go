@@ -1,4 +1,4 @@
-package xds
+package debug
 
 import (
 	"net/http"
@@ -9,93 +9,89 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
 )
 
-// connectionFor finds a connection by proxy ID (pod.namespace).
-func (s *DiscoveryServer) connectionFor(proxyID string) *Connection {
-	for _, c := range s.Connections() {
-		if c.proxy.ID == proxyID {
-			return c
-		}
+// generate runs the proxy's generator of a type (see
+// xds.DiscoveryServer.GenerateFor), answering the request itself when the
+// proxy is missing or generation fails; ok is false then.
+func (d *Debug) generate(w http.ResponseWriter, proxyID string, typeURL string) ([]*discovery.Resource, bool) {
+	g, connected, err := d.opts.XDS.GenerateFor(proxyID, typeURL)
+	switch {
+	case !connected:
+		http.Error(w, "proxy "+proxyID+" is not connected", http.StatusNotFound)
+		return nil, false
+	case err != nil:
+		http.Error(w, "generating "+xds.ShortType(typeURL)+": "+err.Error(), http.StatusInternalServerError)
+		return nil, false
 	}
-	return nil
+	return g.Resources, true
 }
 
-// generateFor runs the proxy's generator of a type with its current watch
-// and the current snapshot.
-func (s *DiscoveryServer) generateFor(c *Connection, typeURL string) []*discovery.Resource {
-	w := c.Watched(typeURL)
-	if w == nil {
-		w = &WatchedResource{TypeURL: typeURL, Wildcard: isWildcardType(typeURL)}
-	}
-	gen := s.gens.find(c.proxy, typeURL)
-	ps := s.push.Load()
-	if gen == nil || ps == nil {
-		return nil
-	}
-	res, err := gen.Generate(c.proxy, w, &model.PushRequest{Full: true, Push: ps.ctx})
-	if err != nil {
-		return nil
-	}
-	return res
-}
-
-func (s *DiscoveryServer) proxyFromRequest(w http.ResponseWriter, r *http.Request) *Connection {
+func proxyID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.URL.Query().Get("proxyID")
 	if id == "" {
 		http.Error(w, "proxyID=<pod>.<namespace> is required", http.StatusBadRequest)
-		return nil
+		return "", false
 	}
-	c := s.connectionFor(id)
-	if c == nil {
-		http.Error(w, "proxy "+id+" is not connected", http.StatusNotFound)
-		return nil
-	}
-	return c
+	return id, true
 }
 
-// ConfigDumpHandler serves /debug/config_dump?proxyID=<pod>.<ns>: what the
-// proxy would be sent now, in Envoy's ConfigDump shape.
-func (s *DiscoveryServer) ConfigDumpHandler(w http.ResponseWriter, r *http.Request) {
-	c := s.proxyFromRequest(w, r)
-	if c == nil {
+// configDump serves /debug/config_dump?proxyID=<pod>.<ns>: what the proxy
+// would be sent now, in Envoy's ConfigDump shape.
+func (d *Debug) configDump(w http.ResponseWriter, r *http.Request) {
+	id, ok := proxyID(w, r)
+	if !ok {
 		return
 	}
+	gen := map[string][]*discovery.Resource{}
+	for _, t := range []string{xds.ClusterType, xds.ListenerType, xds.RouteType, xds.EndpointType} {
+		if gen[t], ok = d.generate(w, id, t); !ok {
+			return
+		}
+	}
 	clusters := &adminv3.ClustersConfigDump{}
-	for _, res := range s.generateFor(c, ClusterType) {
+	for _, res := range gen[xds.ClusterType] {
 		clusters.DynamicActiveClusters = append(clusters.DynamicActiveClusters, &adminv3.ClustersConfigDump_DynamicCluster{Cluster: res.Resource})
 	}
 	listeners := &adminv3.ListenersConfigDump{}
-	for _, res := range s.generateFor(c, ListenerType) {
+	for _, res := range gen[xds.ListenerType] {
 		listeners.DynamicListeners = append(listeners.DynamicListeners, &adminv3.ListenersConfigDump_DynamicListener{
 			Name: res.Name, ActiveState: &adminv3.ListenersConfigDump_DynamicListenerState{Listener: res.Resource}})
 	}
 	routes := &adminv3.RoutesConfigDump{}
-	for _, res := range s.generateFor(c, RouteType) {
+	for _, res := range gen[xds.RouteType] {
 		routes.DynamicRouteConfigs = append(routes.DynamicRouteConfigs, &adminv3.RoutesConfigDump_DynamicRouteConfig{RouteConfig: res.Resource})
 	}
 	endpoints := &adminv3.EndpointsConfigDump{}
-	for _, res := range s.generateFor(c, EndpointType) {
+	for _, res := range gen[xds.EndpointType] {
 		endpoints.DynamicEndpointConfigs = append(endpoints.DynamicEndpointConfigs, &adminv3.EndpointsConfigDump_DynamicEndpointConfig{EndpointConfig: res.Resource})
 	}
 	dump := &adminv3.ConfigDump{}
 	for _, m := range []proto.Message{clusters, listeners, routes, endpoints} {
-		a, _ := anypb.New(m)
+		a, err := anypb.New(m)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		dump.Configs = append(dump.Configs, a)
 	}
 	writeProto(w, dump)
 }
 
-// EdszHandler serves /debug/edsz?proxyID=<pod>.<ns>: the endpoints the proxy
+// edsz serves /debug/edsz?proxyID=<pod>.<ns>: the endpoints the proxy
 // watches, as it would be sent them now.
-func (s *DiscoveryServer) EdszHandler(w http.ResponseWriter, r *http.Request) {
-	c := s.proxyFromRequest(w, r)
-	if c == nil {
+func (d *Debug) edsz(w http.ResponseWriter, r *http.Request) {
+	id, ok := proxyID(w, r)
+	if !ok {
+		return
+	}
+	res, ok := d.generate(w, id, xds.EndpointType)
+	if !ok {
 		return
 	}
 	dump := &adminv3.EndpointsConfigDump{}
-	for _, res := range s.generateFor(c, EndpointType) {
+	for _, res := range res {
 		dump.DynamicEndpointConfigs = append(dump.DynamicEndpointConfigs, &adminv3.EndpointsConfigDump_DynamicEndpointConfig{EndpointConfig: res.Resource})
 	}
 	writeProto(w, dump)

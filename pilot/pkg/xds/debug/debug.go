@@ -1,4 +1,4 @@
-package xds
+package debug
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/resource"
 	"github.com/meshplane/istiod/pkg/diag"
@@ -21,8 +22,8 @@ import (
 
 var debugLog = log.RegisterScope("debug", "debug endpoints")
 
-// DebugOptions are the sources the debug endpoints read.
-type DebugOptions struct {
+// Options are the sources the debug endpoints read.
+type Options struct {
 	// Store is the aggregate config store (/debug/configz, /debug/resourcesz).
 	Store model.ConfigStore
 	// Mesh returns the active mesh config (/debug/mesh).
@@ -36,13 +37,30 @@ type DebugOptions struct {
 	// Registry is the service registries' view (/debug/registryz,
 	// /debug/endpointShardz).
 	Registry RegistryDebugSource
-	// Extra are more endpoints by name (/debug/<name>), e.g. the xDS ones.
-	Extra map[string]http.HandlerFunc
+	// XDS is the ADS server's state (/debug/adsz, syncz, connections,
+	// config_dump, edsz, push_status, pushcontext; nil: not served).
+	XDS XDSSource
+	// Pushz serves /debug/pushz (the push engine's record; nil: not served).
+	Pushz http.HandlerFunc
 }
+
+// XDSSource is what the xDS debug endpoints read: copies of the ADS
+// server's state, never its internals.
+type XDSSource interface {
+	// ConnectionSnapshots copies every connection's state.
+	ConnectionSnapshots() []xds.ConnectionSnapshot
+	// GenerateFor generates a type for a connected proxy from the current
+	// snapshot (read-only results).
+	GenerateFor(proxyID, typeURL string) (xds.Generated, bool, error)
+	// PushContext is the current snapshot (nil before the first).
+	PushContext() *model.PushContext
+}
+
+var _ XDSSource = (*xds.DiscoveryServer)(nil)
 
 // Debug serves the debug endpoints.
 type Debug struct {
-	opts     DebugOptions
+	opts     Options
 	handlers map[string]debugEndpoint
 }
 
@@ -51,8 +69,8 @@ type debugEndpoint struct {
 	h    http.HandlerFunc
 }
 
-// NewDebug builds the debug endpoints.
-func NewDebug(opts DebugOptions) *Debug {
+// New builds the debug endpoints.
+func New(opts Options) *Debug {
 	d := &Debug{opts: opts, handlers: map[string]debugEndpoint{}}
 	d.add("configz", "every stored object in Kubernetes shape", d.configz)
 	d.add("mesh", "the active MeshConfig", d.mesh)
@@ -60,8 +78,17 @@ func NewDebug(opts DebugOptions) *Debug {
 	d.add("resourcesz", "the kinds the store holds", d.resourcesz)
 	d.add("warningz", "current configuration problems: dropped fields, warnings, rejected documents, mesh errors", d.warningz)
 	d.add("list", "the debug endpoints (JSON)", d.list)
-	for name, h := range opts.Extra {
-		d.add(name, "see the README", h)
+	if opts.XDS != nil {
+		d.add("adsz", "connected proxies, their metadata and watches", d.adsz)
+		d.add("syncz", "per proxy and type: what was sent and acknowledged", d.syncz)
+		d.add("connections", "connection IDs and peer addresses", d.connections)
+		d.add("config_dump", "what a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.configDump)
+		d.add("edsz", "the endpoints a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.edsz)
+		d.add("push_status", "the problems the current push context found", d.pushStatus)
+		d.add("pushcontext", "what the current push context holds", d.pushContext)
+	}
+	if opts.Pushz != nil {
+		d.add("pushz", "recent pushes and suppressed updates", opts.Pushz)
 	}
 	d.add("registryz", "every service of every registry", d.registryz)
 	d.add("endpointShardz", "the endpoints of every service, by namespace and shard", d.endpointShardz)

@@ -1,4 +1,4 @@
-package xds
+package debug
 
 import (
 	"net/http"
@@ -11,7 +11,7 @@ import (
 
 func TestDebugOnlyForLoopback(t *testing.T) {
 	mux := http.NewServeMux()
-	NewDebug(DebugOptions{Problems: diag.New(nil)}).Install(mux)
+	New(Options{Problems: diag.New(nil)}).Install(mux)
 	for _, c := range []struct {
 		remote string
 		want   int

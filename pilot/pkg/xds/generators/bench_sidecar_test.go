@@ -1,4 +1,4 @@
-package xds_test
+package generators_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
@@ -106,7 +107,7 @@ func benchEnv(tb testing.TB, n int) (*model.Environment, *model.EndpointIndex) {
 func benchServer(tb testing.TB, env *model.Environment, idx *model.EndpointIndex) (string, *xds.DiscoveryServer) {
 	tb.Helper()
 	ds := xds.NewDiscoveryServer()
-	(&xds.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(ds)
+	(&generators.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(ds)
 	ds.InitPushContext(env)
 	g := grpc.NewServer()
 	ds.Register(g)

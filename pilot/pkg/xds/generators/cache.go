@@ -1,49 +1,80 @@
-package xds
+package generators
 
 import (
 	"sync"
 
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
 )
 
-// resourceCache keeps generated resources that are the same for every proxy
-// of a namespace, for the life of one PushContext: the outbound clusters of
-// a service and the route configuration of a port. A new PushContext (every
-// full push) starts an empty cache, so nothing outlives the snapshot it was
-// built from. Endpoint-only pushes keep the snapshot and regenerate EDS only,
-// which is not cached.
-type resourceCache struct {
+// snapshotCache keeps generated resources shared by every proxy that maps
+// to the same key, for the life of one PushContext: the outbound clusters
+// of a service under one destination rule, the outbound listeners of a
+// sidecar scope, the route configuration of a port, the load assignment of
+// a cluster. The newest snapshot owns the cache: a newer one starts it
+// empty, so nothing outlives the snapshot it was built from, and
+// generation from an older one (a connection still finishing its push)
+// builds without reading or writing it. Each entry also carries the
+// version of the input it was built from beyond the snapshot (the endpoint
+// index version for load assignments, 0 otherwise): a different version is
+// a miss, and an older build never replaces a newer one.
+type snapshotCache[K comparable] struct {
 	mu      sync.Mutex
-	push    *model.PushContext
-	entries map[cacheKey][]*discovery.Resource
+	seq     uint64 // of the snapshot the entries belong to
+	entries map[K]cacheEntry
 }
 
-type cacheKey struct {
-	typeURL   string
-	namespace string
-	name      string
+type cacheEntry struct {
+	version uint64
+	res     xds.Generated
 }
 
-// get returns the cached resources for key under push, building them with
-// build on a miss. The returned slice is shared: callers must not modify it.
-func (c *resourceCache) get(push *model.PushContext, key cacheKey, build func() []*discovery.Resource) []*discovery.Resource {
+// get returns the resources cached for key at version under push, building
+// them on a miss. The returned value is shared: callers must not modify it.
+func (c *snapshotCache[K]) get(push *model.PushContext, key K, version uint64, build func() xds.Generated) xds.Generated {
+	seq := push.Seq()
 	c.mu.Lock()
-	if c.push != push {
-		c.push = push
-		c.entries = map[cacheKey][]*discovery.Resource{}
-	}
-	if r, ok := c.entries[key]; ok {
+	switch {
+	case c.entries == nil || seq > c.seq:
+		c.seq = seq
+		c.entries = map[K]cacheEntry{}
+	case seq < c.seq:
 		c.mu.Unlock()
-		return r
+		return build()
+	}
+	if e, ok := c.entries[key]; ok && e.version == version {
+		c.mu.Unlock()
+		return e.res
 	}
 	c.mu.Unlock()
-	r := build()
+	res := build()
 	c.mu.Lock()
-	if c.push == push {
-		c.entries[key] = r
+	if c.seq == seq {
+		if e, ok := c.entries[key]; !ok || e.version <= version {
+			c.entries[key] = cacheEntry{version: version, res: res}
+		}
 	}
 	c.mu.Unlock()
-	return r
+	return res
+}
+
+// cacheKey keys the clusters, listeners and routes a proxy shares with
+// others.
+type cacheKey struct {
+	typeURL string
+	// namespace is the part of the proxy the resource depends on (its
+	// sidecar scope, or namespace and labels), "" when none
+	namespace string
+	// rule is the destination rule the resource was built with (nil: none)
+	rule *model.ConsolidatedDestRule
+	name string
+}
+
+// edsKey keys a load assignment.
+type edsKey struct {
+	cluster  string
+	scope    string // the proxy's sidecar scope: it decides service visibility
+	rule     *model.ConsolidatedDestRule
+	network  string
+	locality string
 }

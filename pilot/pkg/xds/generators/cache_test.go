@@ -1,4 +1,4 @@
-package xds_test
+package generators_test
 
 import (
 	"fmt"
@@ -13,6 +13,8 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
@@ -36,9 +38,9 @@ func addresses(t *testing.T, r *adsc.Response, name string) []string {
 // assignment never leaks into another's.
 func TestEndpointsSharedAndUpdated(t *testing.T) {
 	env, idx := bookinfoEnv(t)
-	s := newServer(t, false)
-	(&xds.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(s.ds)
-	s.ds.InitPushContext(env)
+	s := xdstest.NewServer(t)
+	(&generators.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(s.DS)
+	s.DS.InitPushContext(env)
 	const v2 = "outbound|9080|v2|reviews.bookinfo.svc.cluster.local"
 	const all = "outbound|9080||reviews.bookinfo.svc.cluster.local"
 	var clients []*adsc.Client
@@ -47,11 +49,11 @@ func TestEndpointsSharedAndUpdated(t *testing.T) {
 		{"NAMESPACE": "bookinfo"},
 		{"NAMESPACE": "bookinfo", "NETWORK": "other"},
 	} {
-		c := dial(t, s, adsc.Config{Delta: i%2 == 0, NodeID: "sidecar~10.244.1." + string(rune('1'+i)) + "~p" + string(rune('a'+i)) + ".bookinfo~bookinfo.svc.cluster.local", Metadata: md})
+		c := xdstest.Dial(t, s, adsc.Config{Delta: i%2 == 0, NodeID: "sidecar~10.244.1." + string(rune('1'+i)) + "~p" + string(rune('a'+i)) + ".bookinfo~bookinfo.svc.cluster.local", Metadata: md})
 		if err := c.Watch(xds.EndpointType, v2, all); err != nil {
 			t.Fatal(err)
 		}
-		r := next(t, c)
+		r := xdstest.Next(t, c)
 		if got := addresses(t, r, v2); len(got) != 1 || got[0] != "10.244.0.22" {
 			t.Fatalf("client %d: v2 endpoints %v", i, got)
 		}
@@ -77,10 +79,10 @@ func TestEndpointsSharedAndUpdated(t *testing.T) {
 	if pt := idx.UpdateServiceEndpoints(shard, "reviews.bookinfo.svc.cluster.local", "bookinfo", eps); pt != model.IncrementalPush {
 		t.Fatalf("update is %v", pt)
 	}
-	s.ds.PushFunc(env)(&model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{
+	s.DS.PushFunc(env)(&model.PushRequest{ConfigsUpdated: map[model.ConfigKey]struct{}{
 		{Kind: kind.ServiceEntry, Name: "reviews.bookinfo.svc.cluster.local", Namespace: "bookinfo"}: {}}})
 	for i, c := range clients {
-		r := next(t, c)
+		r := xdstest.Next(t, c)
 		if r.TypeURL != xds.EndpointType {
 			t.Fatalf("client %d: endpoint change pushed %s", i, r.TypeURL)
 		}
@@ -99,10 +101,10 @@ func TestEndpointsSharedAndUpdated(t *testing.T) {
 // and Istio's filters hold maps, which must be packed in a fixed order).
 func TestUnchangedConfigIsNotResent(t *testing.T) {
 	env, idx := bookinfoEnv(t)
-	s := newServer(t, false)
-	(&xds.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(s.ds)
-	s.ds.InitPushContext(env)
-	c := dial(t, s, adsc.Config{Delta: true, NodeID: "sidecar~10.244.0.10~productpage-v1-abc.bookinfo~bookinfo.svc.cluster.local",
+	s := xdstest.NewServer(t)
+	(&generators.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(s.DS)
+	s.DS.InitPushContext(env)
+	c := xdstest.Dial(t, s, adsc.Config{Delta: true, NodeID: "sidecar~10.244.0.10~productpage-v1-abc.bookinfo~bookinfo.svc.cluster.local",
 		Metadata: map[string]any{"NAMESPACE": "bookinfo"}})
 	for _, w := range []struct {
 		t     string
@@ -111,12 +113,12 @@ func TestUnchangedConfigIsNotResent(t *testing.T) {
 		if err := c.Watch(w.t, w.names...); err != nil {
 			t.Fatal(err)
 		}
-		next(t, c)
+		xdstest.Next(t, c)
 	}
 	for i := 0; i < 3; i++ {
-		s.ds.PushFunc(env)(&model.PushRequest{Full: true, Forced: true})
+		s.DS.PushFunc(env)(&model.PushRequest{Full: true, Forced: true})
 	}
-	noResponse(t, c)
+	xdstest.NoResponse(t, c)
 }
 
 // Outbound listeners are shared by the sidecars of a namespace, but not
@@ -124,16 +126,16 @@ func TestUnchangedConfigIsNotResent(t *testing.T) {
 // its own canonical service.
 func TestListenersSharedOnlyWithSameTracingTags(t *testing.T) {
 	env, idx := bookinfoEnv(t)
-	s := newServer(t, false)
-	(&xds.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(s.ds)
-	s.ds.InitPushContext(env)
+	s := xdstest.NewServer(t)
+	(&generators.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(s.DS)
+	s.DS.InitPushContext(env)
 	for i, name := range []string{"productpage", "frontpage", "productpage"} {
-		c := dial(t, s, adsc.Config{Delta: true, NodeID: fmt.Sprintf("sidecar~10.244.2.%d~p%d.bookinfo~bookinfo.svc.cluster.local", i, i),
+		c := xdstest.Dial(t, s, adsc.Config{Delta: true, NodeID: fmt.Sprintf("sidecar~10.244.2.%d~p%d.bookinfo~bookinfo.svc.cluster.local", i, i),
 			Metadata: map[string]any{"NAMESPACE": "bookinfo", "LABELS": map[string]any{"service.istio.io/canonical-name": name}}})
 		if err := c.Watch(xds.ListenerType); err != nil {
 			t.Fatal(err)
 		}
-		l, ok := next(t, c).Resources["0.0.0.0_9080"].(*listenerv3.Listener)
+		l, ok := xdstest.Next(t, c).Resources["0.0.0.0_9080"].(*listenerv3.Listener)
 		if !ok {
 			t.Fatal("no 0.0.0.0_9080 listener")
 		}
@@ -158,17 +160,17 @@ func TestListenersSharedOnlyWithSameTracingTags(t *testing.T) {
 // share listeners or load assignments, whichever connects first.
 func TestCachesFollowSidecarScope(t *testing.T) {
 	env, idx, disc := envFromFile(t, filepath.Join("testdata", "sidecar-scope.yaml"), nil)
-	s := newServer(t, false)
-	(&xds.SidecarGenerators{Endpoints: idx, Discovery: disc}).Register(s.ds)
-	s.ds.InitPushContext(env)
+	s := xdstest.NewServer(t)
+	(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc}).Register(s.DS)
+	s.DS.InitPushContext(env)
 	const bCluster = "outbound|5432||b.app.svc.cluster.local"
 	for i, app := range []string{"wide", "narrow", "wide"} {
-		c := dial(t, s, adsc.Config{Delta: true, NodeID: fmt.Sprintf("sidecar~10.1.1.%d~%s-%d.app~app.svc.cluster.local", i, app, i),
+		c := xdstest.Dial(t, s, adsc.Config{Delta: true, NodeID: fmt.Sprintf("sidecar~10.1.1.%d~%s-%d.app~app.svc.cluster.local", i, app, i),
 			Metadata: map[string]any{"NAMESPACE": "app", "LABELS": map[string]any{"app": app}}})
 		if err := c.Watch(xds.ListenerType); err != nil {
 			t.Fatal(err)
 		}
-		lds := next(t, c)
+		lds := xdstest.Next(t, c)
 		_, hasTCP := lds.Resources["10.9.0.2_5432"]
 		// the Sidecar's outbound policy decides where unknown traffic goes
 		tp := &tcpproxy.TcpProxy{}
@@ -181,7 +183,7 @@ func TestCachesFollowSidecarScope(t *testing.T) {
 		if err := c.Watch(xds.EndpointType, bCluster); err != nil {
 			t.Fatal(err)
 		}
-		got := addresses(t, next(t, c), bCluster)
+		got := addresses(t, xdstest.Next(t, c), bCluster)
 		if wide := app == "wide"; hasTCP != wide || (len(got) == 1) != wide {
 			t.Errorf("sidecar %d (%s): listener for b %v, b endpoints %v", i, app, hasTCP, got)
 		}

@@ -1,15 +1,14 @@
-package xds
+package generators
 
 import (
 	"sort"
-	"sync"
 
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
 	"github.com/meshplane/istiod/pilot/pkg/networking/endpoint"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pkg/config"
 )
 
@@ -17,11 +16,11 @@ import (
 // outbound cluster. An assignment depends on the proxy only through what
 // its sidecar scope sees (service, destination rule), its network and its
 // locality, so proxies that share those share it (see edsCache).
-func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
 	names := w.Names()
 	sort.Strings(names)
-	var out []*discovery.Resource
+	var out xds.Generated
 	for _, name := range names {
 		dir, subset, host, port, ok := cluster.ParseSubsetKey(name)
 		if !ok || dir != cluster.Outbound {
@@ -29,7 +28,7 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, re
 		}
 		svc := push.ServiceForHostname(proxy, host)
 		if svc == nil {
-			out = append(out, toResources(g.Invalid, push, EndpointType, []*loadAssignment{endpoint.Build(name, nil, endpoint.Options{})}, clusterNameOf)...)
+			out.Append(toResources(xds.EndpointType, []*loadAssignment{endpoint.Build(name, nil, endpoint.Options{})}, clusterNameOf))
 			continue
 		}
 		p, ok := svc.Ports.GetByPort(port)
@@ -37,11 +36,12 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *WatchedResource, re
 			continue
 		}
 		eps, version := g.orderedEndpoints(svc)
-		key := edsKey{cluster: name, scope: scopeID(push, proxy), network: proxyNetwork(proxy), locality: proxy.Locality}
-		out = append(out, g.eds.get(push, key, version, func() []*discovery.Resource {
-			la := loadAssignmentFor(push, proxy, svc, p, subset, name, eps)
-			return toResources(g.Invalid, push, EndpointType, []*loadAssignment{la}, clusterNameOf)
-		})...)
+		dr := destinationRule(push, proxy, svc)
+		key := edsKey{cluster: name, scope: scopeID(push, proxy), rule: dr, network: proxyNetwork(proxy), locality: proxy.Locality}
+		out.Append(g.eds.get(push, key, version, func() xds.Generated {
+			la := loadAssignmentFor(push, proxy, dr.Rule(), svc, p, subset, name, eps)
+			return toResources(xds.EndpointType, []*loadAssignment{la}, clusterNameOf)
+		}))
 	}
 	return out, nil
 }
@@ -50,9 +50,8 @@ func clusterNameOf(l *loadAssignment) string { return l.ClusterName }
 
 // loadAssignmentFor builds the assignment of one cluster of a service port
 // (and subset) from the service's endpoints.
-func loadAssignmentFor(push *model.PushContext, proxy *model.Proxy, svc *model.Service, p *model.Port, subset, name string, eps []*model.IstioEndpoint) *loadAssignment {
+func loadAssignmentFor(push *model.PushContext, proxy *model.Proxy, dr *config.Config, svc *model.Service, p *model.Port, subset, name string, eps []*model.IstioEndpoint) *loadAssignment {
 	opts := endpoint.Options{PortName: p.Name, Network: proxyNetwork(proxy)}
-	dr := destinationRule(push, proxy, svc)
 	var subsetPolicy *networking.TrafficPolicy
 	if subset != "" {
 		opts.SubsetLabels, subsetPolicy = subsetOf(dr, subset)
@@ -118,53 +117,4 @@ func subsetOf(dr *config.Config, subset string) (map[string]string, *networking.
 		}
 	}
 	return nil, nil
-}
-
-// edsCache keeps the load assignments built for one PushContext, each with
-// the endpoint index version it was built from. A full push (new
-// PushContext: services or destination rules may have changed) empties it;
-// an endpoint change moves the service's version, so its assignments are
-// rebuilt on the next request and every other one is reused. This is what
-// makes an endpoint-only push cost one build per cluster and namespace, not
-// one per connection.
-type edsCache struct {
-	mu      sync.Mutex
-	push    *model.PushContext
-	entries map[edsKey]edsEntry
-}
-
-type edsKey struct {
-	cluster  string
-	scope    string // the proxy's sidecar scope: it decides service and rule visibility
-	network  string
-	locality string
-}
-
-type edsEntry struct {
-	version uint64
-	res     []*discovery.Resource
-}
-
-// get returns the resources cached for key at version under push, building
-// them on a miss. The returned slice is shared: callers must not modify it.
-func (c *edsCache) get(push *model.PushContext, key edsKey, version uint64, build func() []*discovery.Resource) []*discovery.Resource {
-	c.mu.Lock()
-	if c.push != push {
-		c.push = push
-		c.entries = map[edsKey]edsEntry{}
-	}
-	if e, ok := c.entries[key]; ok && e.version == version {
-		c.mu.Unlock()
-		return e.res
-	}
-	c.mu.Unlock()
-	res := build()
-	c.mu.Lock()
-	if c.push == push {
-		if e, ok := c.entries[key]; !ok || e.version <= version {
-			c.entries[key] = edsEntry{version: version, res: res}
-		}
-	}
-	c.mu.Unlock()
-	return res
 }

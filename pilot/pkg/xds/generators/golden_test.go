@@ -1,4 +1,4 @@
-package xds_test
+package generators_test
 
 import (
 	"bytes"
@@ -21,6 +21,8 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/serviceentry"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
 )
@@ -107,16 +109,16 @@ func TestGoldens(t *testing.T) {
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
 			env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
-			s := newServer(t, false)
-			gens := &xds.SidecarGenerators{Endpoints: idx, Discovery: disc}
-			gens.Register(s.ds)
-			s.ds.InitPushContext(env)
-			c := dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: map[string]any{"NAMESPACE": gc.ns}})
+			s := xdstest.NewServer(t)
+			gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc}
+			gens.Register(s.DS)
+			s.DS.InitPushContext(env)
+			c := xdstest.Dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: map[string]any{"NAMESPACE": gc.ns}})
 			watch := func(typeURL string, names ...string) {
 				if err := c.Watch(typeURL, names...); err != nil {
 					t.Fatal(err)
 				}
-				next(t, c)
+				xdstest.Next(t, c)
 			}
 			watch(xds.ClusterType)
 			var eds []string

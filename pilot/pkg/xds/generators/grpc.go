@@ -1,4 +1,4 @@
-package xds
+package generators
 
 import (
 	"net"
@@ -13,7 +13,6 @@ import (
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pkg/config"
 )
 
@@ -32,11 +32,11 @@ const GRPCGenerator = "grpc"
 // <host>:<port>, one route configuration per listener
 // (outbound|<port>||<host>), and the clusters and endpoints the client asks
 // for by name, in the shape grpc-go accepts (no sidecar-only fields).
-func (g *SidecarGenerators) RegisterGRPC(s *DiscoveryServer) {
-	s.RegisterGeneratorFor(GRPCGenerator, ListenerType, GeneratorFunc(g.grpcListeners))
-	s.RegisterGeneratorFor(GRPCGenerator, RouteType, GeneratorFunc(g.grpcRoutes))
-	s.RegisterGeneratorFor(GRPCGenerator, ClusterType, GeneratorFunc(g.grpcClusters))
-	s.RegisterGeneratorFor(GRPCGenerator, EndpointType, GeneratorFunc(g.endpoints))
+func (g *SidecarGenerators) RegisterGRPC(s *xds.DiscoveryServer) {
+	s.RegisterGeneratorFor(GRPCGenerator, xds.ListenerType, xds.GeneratorFunc(g.grpcListeners))
+	s.RegisterGeneratorFor(GRPCGenerator, xds.RouteType, xds.GeneratorFunc(g.grpcRoutes))
+	s.RegisterGeneratorFor(GRPCGenerator, xds.ClusterType, xds.GeneratorFunc(g.grpcClusters))
+	s.RegisterGeneratorFor(GRPCGenerator, xds.EndpointType, xds.GeneratorFunc(g.endpoints))
 }
 
 // grpcTarget resolves "host:port" to a visible service and port. The host
@@ -83,7 +83,7 @@ func searchHosts(host, dnsDomain string) []string {
 	return out
 }
 
-func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	names := w.Names()
 	sort.Strings(names)
 	var out []*listenerCfg
@@ -124,7 +124,7 @@ func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *WatchedResource
 			ApiListener: &listenerv3.ApiListener{ApiListener: protoconv.MessageToAny(m)},
 		})
 	}
-	return toResources(g.Invalid, req.Push, ListenerType, out, func(l *listenerCfg) string { return l.Name }), nil
+	return toResources(xds.ListenerType, out, func(l *listenerCfg) string { return l.Name }), nil
 }
 
 // GRPCServerListenerPrefix starts the names under which proxyless gRPC
@@ -153,7 +153,7 @@ func grpcServerListener(name, addr string, targets []listener.InboundTarget) *li
 		}
 	}
 	if target == nil {
-		adsLog.Debugf("%s: no service targets port %d of this proxy", name, port)
+		genLog.Debugf("%s: no service targets port %d of this proxy", name, port)
 		return nil
 	}
 	vhost := "inbound|http|" + p
@@ -187,7 +187,7 @@ func virtualServiceHosts(c *config.Config) []string {
 	return spec.GetHosts()
 }
 
-func (g *SidecarGenerators) grpcRoutes(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+func (g *SidecarGenerators) grpcRoutes(proxy *model.Proxy, w *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
 	names := w.Names()
 	sort.Strings(names)
@@ -211,7 +211,7 @@ func (g *SidecarGenerators) grpcRoutes(proxy *model.Proxy, w *WatchedResource, r
 		}
 		out = append(out, &routev3.RouteConfiguration{Name: name, VirtualHosts: []*routev3.VirtualHost{vh}})
 	}
-	return toResources(g.Invalid, push, RouteType, out, func(r *routeCfg) string { return r.Name }), nil
+	return toResources(xds.RouteType, out, func(r *routeCfg) string { return r.Name }), nil
 }
 
 // withPorts adds "<domain>:<port>" after each domain, as clients dial with
@@ -248,7 +248,7 @@ func virtualServiceFor(push *model.PushContext, proxy *model.Proxy, host string)
 	return nil
 }
 
-func (g *SidecarGenerators) grpcClusters(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+func (g *SidecarGenerators) grpcClusters(proxy *model.Proxy, w *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	names := w.Names()
 	sort.Strings(names)
 	var out []*clusterCfg
@@ -257,7 +257,7 @@ func (g *SidecarGenerators) grpcClusters(proxy *model.Proxy, w *WatchedResource,
 			out = append(out, c)
 		}
 	}
-	return toResources(g.Invalid, req.Push, ClusterType, out, func(c *clusterCfg) string { return c.Name }), nil
+	return toResources(xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }), nil
 }
 
 // grpcCluster builds one requested outbound cluster, or nil when its
@@ -279,7 +279,7 @@ func grpcCluster(push *model.PushContext, proxy *model.Proxy, name string) *clus
 	if _, ok := svc.Ports.GetByPort(port); !ok {
 		return nil
 	}
-	dr := destinationRule(push, proxy, svc)
+	dr := destinationRule(push, proxy, svc).Rule()
 	var root, sub *networking.TrafficPolicy
 	if dr != nil {
 		root = dr.Spec.(*networking.DestinationRule).GetTrafficPolicy()

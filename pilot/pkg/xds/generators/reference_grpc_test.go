@@ -1,8 +1,7 @@
-package xds_test
+package generators_test
 
 import (
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +13,9 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
 )
 
 // referenceGRPCListener is the listener the reference proxyless client
@@ -48,17 +50,14 @@ var referenceGRPCAllowed = map[string]map[string]string{
 // answer references) and compares every resource with what Istio's istiod
 // sent.
 func TestGRPCConfigMatchesIstio(t *testing.T) {
-	if _, err := os.Stat(referenceDir); err != nil {
-		t.Skipf("reference data not available: %v", err)
-	}
-	src, env := referenceEnv(t)
-	s := newServer(t, false)
+	src, env := refmesh.Env(t)
+	s := xdstest.NewServer(t)
 	// registered as the daemon does (pilot/pkg/bootstrap)
-	gens := &xds.SidecarGenerators{Endpoints: src.index, Discovery: src.agg}
-	gens.Register(s.ds)
-	gens.RegisterGRPC(s.ds)
-	s.ds.InitPushContext(env)
-	c := dial(t, s, referenceGRPCClient)
+	gens := &generators.SidecarGenerators{Endpoints: src.Index, Discovery: src.Agg}
+	gens.Register(s.DS)
+	gens.RegisterGRPC(s.DS)
+	s.DS.InitPushContext(env)
+	c := xdstest.Dial(t, s, referenceGRPCClient)
 
 	names := []string{referenceGRPCListener}
 	for _, typ := range []string{xds.ListenerType, xds.RouteType, xds.ClusterType, xds.EndpointType} {
@@ -69,11 +68,11 @@ func TestGRPCConfigMatchesIstio(t *testing.T) {
 		if err := c.Watch(typ, names...); err != nil {
 			t.Fatal(err)
 		}
-		for next(t, c).TypeURL != typ {
+		for xdstest.Next(t, c).TypeURL != typ {
 		}
 		got := map[string]map[string]any{}
 		for _, n := range c.State(typ) {
-			got[n] = decode(t, render1(t, c, typ, n)).(map[string]any)
+			got[n] = refmesh.Decode(t, render1(t, c, typ, n)).(map[string]any)
 		}
 		want := referenceResources(t, "real/grpc-reviews/"+refFile[short])
 		for path := range referenceGRPCAllowed[short] {
@@ -150,18 +149,18 @@ func dropPath(m map[string]any, path []string) {
 // routes to the service's full name. A name that resolves to nothing gets
 // no listener.
 func TestGRPCShortNames(t *testing.T) {
-	_, env := referenceEnv(t)
-	s := newServer(t, false)
-	gens := &xds.SidecarGenerators{Endpoints: env.EndpointIndex(), Discovery: env.ServiceDiscovery()}
-	gens.Register(s.ds)
-	gens.RegisterGRPC(s.ds)
-	s.ds.InitPushContext(env)
-	c := dial(t, s, referenceGRPCClient)
+	_, env := refmesh.Env(t)
+	s := xdstest.NewServer(t)
+	gens := &generators.SidecarGenerators{Endpoints: env.EndpointIndex(), Discovery: env.ServiceDiscovery()}
+	gens.Register(s.DS)
+	gens.RegisterGRPC(s.DS)
+	s.DS.InitPushContext(env)
+	c := xdstest.Dial(t, s, referenceGRPCClient)
 	names := []string{"reviews:9080", "reviews.bookinfo:9080", "reviews.bookinfo.svc:9080", "reviews.bookinfo.svc.cluster.local:9080", "nosuch:9080"}
 	if err := c.Watch(xds.ListenerType, names...); err != nil {
 		t.Fatal(err)
 	}
-	r := next(t, c)
+	r := xdstest.Next(t, c)
 	for _, n := range names[:4] {
 		l, ok := r.Resources[n].(*listenerv3.Listener)
 		if !ok {

@@ -1,9 +1,8 @@
-package xds_test
+package generators_test
 
 import (
 	"encoding/json"
 	"maps"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -12,14 +11,12 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
-	meshconfig "istio.io/api/mesh/v1alpha1"
 
-	"github.com/meshplane/istiod/pilot/pkg/config/memory"
-	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
-	"github.com/meshplane/istiod/pkg/config/mesh"
-	"github.com/meshplane/istiod/pkg/config/schema/collections"
+	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
 )
 
 // referenceProxy is the sidecar whose configuration Istio's answer holds.
@@ -42,14 +39,11 @@ var referenceAllowed = map[string]map[string]string{}
 // registries and generators, connects the reference sidecar over delta ADS
 // and compares every resource of every type with what Istio's istiod sent.
 func TestSidecarConfigMatchesIstio(t *testing.T) {
-	if _, err := os.Stat(referenceDir); err != nil {
-		t.Skipf("reference data not available: %v", err)
-	}
-	src, env := referenceEnv(t)
-	s := newServer(t, false)
-	(&xds.SidecarGenerators{Endpoints: src.index, Discovery: src.agg}).Register(s.ds)
-	s.ds.InitPushContext(env)
-	c := dial(t, s, referenceProxy)
+	src, env := refmesh.Env(t)
+	s := xdstest.NewServer(t)
+	(&generators.SidecarGenerators{Endpoints: src.Index, Discovery: src.Agg}).Register(s.DS)
+	s.DS.InitPushContext(env)
+	c := xdstest.Dial(t, s, referenceProxy)
 
 	for _, typ := range []string{xds.ClusterType, xds.EndpointType, xds.ListenerType, xds.RouteType} {
 		short := xds.ShortType(typ)
@@ -64,34 +58,13 @@ func TestSidecarConfigMatchesIstio(t *testing.T) {
 		if err := c.Watch(typ, names...); err != nil {
 			t.Fatal(err)
 		}
-		next(t, c)
+		xdstest.Next(t, c)
 		got := map[string]map[string]any{}
 		for _, n := range c.State(typ) {
-			got[n] = decode(t, render1(t, c, typ, n)).(map[string]any)
+			got[n] = refmesh.Decode(t, render1(t, c, typ, n)).(map[string]any)
 		}
 		diffResources(t, short, got, want, referenceAllowed[short])
 	}
-}
-
-// referenceEnv runs the reference mesh's Kubernetes objects through the
-// registries and its Istio objects and mesh file into an environment.
-func referenceEnv(t *testing.T) (registrySource, *model.Environment) {
-	t.Helper()
-	src := buildReferenceRegistries(t)
-	_, cfgs := splitInput(t, readFile(t, "input/bookinfo.yaml"))
-	store := memory.New(collections.Pilot)
-	for _, c := range cfgs {
-		if _, err := store.Create(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, _, err := mesh.ApplyMeshConfig(string(readFile(t, "input/mesh.yaml")), mesh.DefaultMeshConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: src.agg, EndpointIndex: src.index,
-		Mesh: func() *meshconfig.MeshConfig { return m }})
-	return src, env
 }
 
 var refFile = map[string]string{"cds": "clusters.json", "eds": "endpoints.json", "lds": "listeners.json", "rds": "routes.json"}
@@ -108,7 +81,7 @@ func render1(t *testing.T, c *adsc.Client, typ, name string) []byte {
 func referenceResources(t *testing.T, rel string) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
-	for _, r := range decode(t, readFile(t, rel)).([]any) {
+	for _, r := range refmesh.Decode(t, refmesh.ReadFile(t, rel)).([]any) {
 		m := r.(map[string]any)
 		name, _ := m["name"].(string)
 		if name == "" {

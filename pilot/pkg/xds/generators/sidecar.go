@@ -1,12 +1,9 @@
-package xds
+package generators
 
 import (
 	"sort"
 	"strings"
 
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -15,6 +12,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
@@ -25,45 +23,16 @@ type SidecarGenerators struct {
 	Endpoints *model.EndpointIndex
 	Discovery model.ServiceDiscovery
 
-	// Invalid records the resources dropped for failing validation (nil:
-	// only logged and counted).
-	Invalid *InvalidResources
-
-	cache resourceCache
-	eds   edsCache
+	cache snapshotCache[cacheKey]
+	eds   snapshotCache[edsKey]
 }
 
 // Register installs the sidecar generators as the defaults.
-func (g *SidecarGenerators) Register(s *DiscoveryServer) {
-	s.RegisterGenerator(ClusterType, GeneratorFunc(g.clusters))
-	s.RegisterGenerator(EndpointType, GeneratorFunc(g.endpoints))
-	s.RegisterGenerator(ListenerType, GeneratorFunc(g.listeners))
-	s.RegisterGenerator(RouteType, GeneratorFunc(g.routes))
-}
-
-// toResources wraps messages generated from push; a message that fails its
-// own validation is logged, recorded in inv and skipped, never sent.
-func toResources[T interface {
-	proto.Message
-	ValidateAll() error
-}](inv *InvalidResources, push *model.PushContext, typeURL string, msgs []T, name func(T) string) []*discovery.Resource {
-	out := make([]*discovery.Resource, 0, len(msgs))
-	for _, m := range msgs {
-		if err := m.ValidateAll(); err != nil {
-			adsLog.Errorf("skipping invalid %s %s: %v", ShortType(typeURL), name(m), err)
-			inv.record(push, typeURL, name(m), err)
-			continue
-		}
-		inv.valid(push, typeURL, name(m))
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-		if err != nil {
-			continue
-		}
-		// the version is computed once here, where cached resources are
-		// built, rather than per connection that sends them
-		out = append(out, &discovery.Resource{Name: name(m), Version: contentVersion(b), Resource: &anypb.Any{TypeUrl: typeURL, Value: b}})
-	}
-	return out
+func (g *SidecarGenerators) Register(s *xds.DiscoveryServer) {
+	s.RegisterGenerator(xds.ClusterType, xds.GeneratorFunc(g.clusters))
+	s.RegisterGenerator(xds.EndpointType, xds.GeneratorFunc(g.endpoints))
+	s.RegisterGenerator(xds.ListenerType, xds.GeneratorFunc(g.listeners))
+	s.RegisterGenerator(xds.RouteType, xds.GeneratorFunc(g.routes))
 }
 
 // serviceAccounts are the identities of a service's endpoints.
@@ -78,13 +47,12 @@ func (g *SidecarGenerators) serviceAccounts(svc *model.Service) []string {
 	return shards.ServiceAccounts()
 }
 
-func destinationRule(push *model.PushContext, proxy *model.Proxy, svc *model.Service) *config.Config {
-	for _, c := range push.DestinationRuleForService(proxy.ConfigNamespace, svc) {
-		if r := c.Rule(); r != nil {
-			return r
-		}
-	}
-	return nil
+// destinationRule is the rule the proxy uses for outbound traffic to svc,
+// as its sidecar scope picks it: a rule of the proxy's namespace whose
+// workloadSelector selects the proxy, else the rule without a selector.
+// The pointer identifies the rule within the snapshot (cache keys use it).
+func destinationRule(push *model.PushContext, proxy *model.Proxy, svc *model.Service) *model.ConsolidatedDestRule {
+	return push.SidecarScope(proxy).DestinationRule(proxy, svc.Hostname)
 }
 
 // proxyTargets are the proxy's own ports that services target, by port.
@@ -119,29 +87,31 @@ func (g *SidecarGenerators) proxyTargets(proxy *model.Proxy) []listener.InboundT
 	return out
 }
 
-func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
 	m := push.Mesh
-	var res []*discovery.Resource
+	var res xds.Generated
 	for _, svc := range push.ServicesForProxy(proxy) {
 		svc := svc
 		// a service's outbound clusters depend on the proxy only through the
-		// destination rule its namespace sees
-		key := cacheKey{typeURL: ClusterType, namespace: proxy.ConfigNamespace, name: svc.Key()}
-		res = append(res, g.cache.get(push, key, func() []*discovery.Resource {
-			opts := cluster.Options{Mesh: m, DestinationRule: destinationRule(push, proxy, svc), ServiceAccounts: g.serviceAccounts(svc),
+		// destination rule it uses
+		dr := destinationRule(push, proxy, svc)
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key()}
+		res.Append(g.cache.get(push, key, 0, func() xds.Generated {
+			opts := cluster.Options{Mesh: m, DestinationRule: dr.Rule(), ServiceAccounts: g.serviceAccounts(svc),
 				Endpoints: func(p *model.Port) []*model.IstioEndpoint {
 					eps, _ := g.orderedEndpoints(svc)
 					return portEndpoints(eps, p)
 				}}
-			return toResources(g.Invalid, push, ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
-		})...)
+			return toResources(xds.ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
+		}))
 	}
 	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
 	for _, t := range g.proxyTargets(proxy) {
 		out = append(out, cluster.BuildInbound(t.Port, t.Services, m))
 	}
-	return append(res, toResources(g.Invalid, push, ClusterType, out, func(c *clusterCfg) string { return c.Name })...), nil
+	res.Append(toResources(xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }))
+	return res, nil
 }
 
 // allowAny tells whether the proxy may reach unknown destinations: its
@@ -153,7 +123,7 @@ func allowAny(push *model.PushContext, proxy *model.Proxy) bool {
 	return push.Mesh.GetOutboundTrafficPolicy().GetMode() != meshconfig.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY
 }
 
-func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
 	tp := telemetryProxy(proxy)
 	opts := listener.Options{AllowAny: allowAny(push, proxy), Inbound: g.proxyTargets(proxy),
@@ -161,18 +131,19 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *WatchedResource, re
 		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain()}
 	// outbound listeners depend on the proxy only through the services its
 	// sidecar scope sees and what its tracing tags say
-	key := cacheKey{typeURL: ListenerType, namespace: scopeID(push, proxy), name: tp.Key()}
-	outbound := g.cache.get(push, key, func() []*discovery.Resource {
-		return toResources(g.Invalid, push, ListenerType, listener.BuildOutbound(push.ServicesForProxy(proxy), opts), listenerName)
+	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy), name: tp.Key()}
+	outbound := g.cache.get(push, key, 0, func() xds.Generated {
+		return toResources(xds.ListenerType, listener.BuildOutbound(push.ServicesForProxy(proxy), opts), listenerName)
 	})
-	out := append(toResources(g.Invalid, push, ListenerType, []*listenerCfg{listener.BuildInbound(opts)}, listenerName), outbound...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	out := toResources(xds.ListenerType, []*listenerCfg{listener.BuildInbound(opts)}, listenerName)
+	out.Append(outbound)
+	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
 	return out, nil
 }
 
 func listenerName(l *listenerCfg) string { return l.Name }
 
-func (g *SidecarGenerators) routes(proxy *model.Proxy, w *WatchedResource, req *model.PushRequest) ([]*discovery.Resource, error) {
+func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
 	names := w.Names()
 	sort.Strings(names)
@@ -180,21 +151,21 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *WatchedResource, req *
 	// namespace (visibility, short names) and labels (sourceLabels matches)
 	scope := proxy.ConfigNamespace + "|" + labelsKey(proxy.Labels)
 	var byPort map[int][]route.ServiceRoutes
-	var out []*discovery.Resource
+	var out xds.Generated
 	for _, n := range names {
 		port, err := atoi(n)
 		if err != nil {
 			continue
 		}
-		out = append(out, g.cache.get(push, cacheKey{typeURL: RouteType, namespace: scope, name: n}, func() []*discovery.Resource {
+		out.Append(g.cache.get(push, cacheKey{typeURL: xds.RouteType, namespace: scope, name: n}, 0, func() xds.Generated {
 			if byPort == nil {
 				byPort = routesByPort(push, proxy)
 			}
 			opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
 				ProxyLabels: proxy.Labels, Gateway: "mesh"}
 			rc := route.BuildRouteConfiguration(port, byPort[port], opts)
-			return toResources(g.Invalid, push, RouteType, []*routeCfg{rc}, func(r *routeCfg) string { return r.Name })
-		})...)
+			return toResources(xds.RouteType, []*routeCfg{rc}, func(r *routeCfg) string { return r.Name })
+		}))
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
-package xds_test
+package generators_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -15,6 +14,9 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
 )
@@ -55,10 +57,7 @@ func httpPort(p int) *model.Port { return &model.Port{Name: "http", Port: p, Pro
 // builds services and endpoints by hand (the registries are tested apart).
 func bookinfoEnv(t *testing.T) (*model.Environment, *model.EndpointIndex) {
 	t.Helper()
-	b, err := os.ReadFile("../../../../shared/reference/bookinfo/input/bookinfo.yaml")
-	if err != nil {
-		t.Skipf("reference not available: %v", err)
-	}
+	b := refmesh.ReadFile(t, "input/bookinfo.yaml")
 	store := memory.New(collections.Pilot)
 	for _, d := range crd.Parse(b, crd.Options{Domain: "cluster.local"}) {
 		if d.Config != nil {
@@ -88,17 +87,17 @@ func bookinfoEnv(t *testing.T) (*model.Environment, *model.EndpointIndex) {
 
 func TestSidecarConfigForBookinfo(t *testing.T) {
 	env, idx := bookinfoEnv(t)
-	s := newServer(t, false)
-	gens := &xds.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}
-	gens.Register(s.ds)
-	s.ds.InitPushContext(env)
+	s := xdstest.NewServer(t)
+	gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}
+	gens.Register(s.DS)
+	s.DS.InitPushContext(env)
 	for _, delta := range []bool{false, true} {
-		c := dial(t, s, adsc.Config{Delta: delta, NodeID: "sidecar~10.244.0.10~productpage-v1-abc.bookinfo~bookinfo.svc.cluster.local",
+		c := xdstest.Dial(t, s, adsc.Config{Delta: delta, NodeID: "sidecar~10.244.0.10~productpage-v1-abc.bookinfo~bookinfo.svc.cluster.local",
 			Metadata: map[string]any{"NAMESPACE": "bookinfo", "LABELS": map[string]any{"app": "productpage", "version": "v1"}}})
 		if err := c.Watch(xds.ClusterType); err != nil {
 			t.Fatal(err)
 		}
-		cds := next(t, c)
+		cds := xdstest.Next(t, c)
 		for _, want := range []string{"outbound|9080|v2|reviews.bookinfo.svc.cluster.local", "outbound|9102||ratings.bookinfo.svc.cluster.local",
 			"BlackHoleCluster", "PassthroughCluster", "InboundPassthroughCluster", "inbound|9080||"} {
 			if cds.Resources[want] == nil {
@@ -111,7 +110,7 @@ func TestSidecarConfigForBookinfo(t *testing.T) {
 		if err := c.Watch(xds.EndpointType, "outbound|9080|v2|reviews.bookinfo.svc.cluster.local", "outbound|9080|v9|reviews.bookinfo.svc.cluster.local"); err != nil {
 			t.Fatal(err)
 		}
-		eds := next(t, c)
+		eds := xdstest.Next(t, c)
 		v2 := eds.Resources["outbound|9080|v2|reviews.bookinfo.svc.cluster.local"].(*endpointv3.ClusterLoadAssignment)
 		if len(v2.Endpoints) != 1 || len(v2.Endpoints[0].LbEndpoints) != 1 ||
 			v2.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().GetAddress() != "10.244.0.22" {
@@ -120,7 +119,7 @@ func TestSidecarConfigForBookinfo(t *testing.T) {
 		if err := c.Watch(xds.ListenerType); err != nil {
 			t.Fatal(err)
 		}
-		lds := next(t, c)
+		lds := xdstest.Next(t, c)
 		for _, want := range []string{"0.0.0.0_9080", "0.0.0.0_9090", "10.96.10.13_9102", "virtualOutbound", "virtualInbound"} {
 			if lds.Resources[want] == nil {
 				t.Errorf("delta=%v: LDS lacks %s", delta, want)
@@ -129,7 +128,7 @@ func TestSidecarConfigForBookinfo(t *testing.T) {
 		if err := c.Watch(xds.RouteType, "9080"); err != nil {
 			t.Fatal(err)
 		}
-		rds := next(t, c)
+		rds := xdstest.Next(t, c)
 		rc := rds.Resources["9080"].(*routev3.RouteConfiguration)
 		var vhosts []string
 		for _, vh := range rc.VirtualHosts {
@@ -147,17 +146,17 @@ func TestSidecarConfigForBookinfo(t *testing.T) {
 // The bundled example (ServiceEntries and WorkloadEntries, no cluster)
 // generates without a single invalid resource for a sidecar in its namespace.
 func TestBundledExampleGeneratesValidConfig(t *testing.T) {
-	src, err := file.New(file.Options{Dir: "../../../manifests/examples/bookinfo", Schemas: collections.Pilot, Domain: "cluster.local"})
+	src, err := file.New(file.Options{Dir: "../../../../manifests/examples/bookinfo", Schemas: collections.Pilot, Domain: "cluster.local"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	src.Reload()
 	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: src, ServiceDiscovery: &staticDiscovery{
 		services: []*model.Service{bookSvc("reviews", "10.96.0.12", httpPort(9080))}}})
-	s := newServer(t, false)
-	(&xds.SidecarGenerators{Discovery: env.ServiceDiscovery()}).Register(s.ds)
-	s.ds.InitPushContext(env)
-	c := dial(t, s, adsc.Config{NodeID: "sidecar~10.244.0.10~productpage-v1.bookinfo~bookinfo.svc.cluster.local", Metadata: map[string]any{"NAMESPACE": "bookinfo"}})
+	s := xdstest.NewServer(t)
+	(&generators.SidecarGenerators{Discovery: env.ServiceDiscovery()}).Register(s.DS)
+	s.DS.InitPushContext(env)
+	c := xdstest.Dial(t, s, adsc.Config{NodeID: "sidecar~10.244.0.10~productpage-v1.bookinfo~bookinfo.svc.cluster.local", Metadata: map[string]any{"NAMESPACE": "bookinfo"}})
 	for _, w := range []struct {
 		t     string
 		names []string
@@ -166,8 +165,13 @@ func TestBundledExampleGeneratesValidConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		// the checking client fails on any resource that does not pass ValidateAll
-		if r := next(t, c); len(r.Resources) == 0 {
+		if r := xdstest.Next(t, c); len(r.Resources) == 0 {
 			t.Errorf("%s: no resources", w.t)
 		}
+	}
+	// and nothing was held back for failing validation (held resources are
+	// not sent, so the client alone would not notice)
+	if ps := s.DS.Problems(); len(ps) != 0 {
+		t.Errorf("problems: %+v", ps)
 	}
 }

@@ -1,4 +1,4 @@
-package xds_test
+package pushengine_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
-	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pilot/pkg/xds/pushengine"
 	"github.com/meshplane/istiod/pkg/clock"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
@@ -40,21 +40,21 @@ func edsReq(name string) *model.PushRequest {
 // gated, waits for the test to let the push finish. It tracks how many
 // pushes run at once.
 type recorder struct {
-	got     chan xds.Debounced
+	got     chan pushengine.Debounced
 	gate    chan struct{}
 	running atomic.Int32
 	maxRun  atomic.Int32
 }
 
 func newRecorder(gated bool) *recorder {
-	r := &recorder{got: make(chan xds.Debounced, 16)}
+	r := &recorder{got: make(chan pushengine.Debounced, 16)}
 	if gated {
 		r.gate = make(chan struct{})
 	}
 	return r
 }
 
-func (r *recorder) push(b xds.Debounced) {
+func (r *recorder) push(b pushengine.Debounced) {
 	n := r.running.Add(1)
 	for {
 		m := r.maxRun.Load()
@@ -70,14 +70,14 @@ func (r *recorder) push(b xds.Debounced) {
 }
 
 // next returns the next batch; the timeout only guards against a hung test.
-func (r *recorder) next(t *testing.T) xds.Debounced {
+func (r *recorder) next(t *testing.T) pushengine.Debounced {
 	t.Helper()
 	select {
 	case b := <-r.got:
 		return b
 	case <-time.After(10 * time.Second):
 		t.Fatal("no push")
-		return xds.Debounced{}
+		return pushengine.Debounced{}
 	}
 }
 
@@ -90,9 +90,9 @@ func (r *recorder) none(t *testing.T) {
 	}
 }
 
-func newDebouncer(t *testing.T, opts xds.DebounceOptions, r *recorder) (*xds.Debouncer, *clock.Fake) {
+func newDebouncer(t *testing.T, opts pushengine.DebounceOptions, r *recorder) (*pushengine.Debouncer, *clock.Fake) {
 	clk := clock.NewFake(epoch)
-	d := xds.NewDebouncer(opts, clk, r.push)
+	d := pushengine.NewDebouncer(opts, clk, r.push)
 	d.Start()
 	t.Cleanup(func() {
 		if r.gate != nil {
@@ -107,7 +107,7 @@ func keysOf(r *model.PushRequest) string { return fmt.Sprint(r.ConfigKeys()) }
 
 func TestDebounceQuietPeriod(t *testing.T) {
 	r := newRecorder(false)
-	d, clk := newDebouncer(t, xds.DefaultDebounceOptions(), r)
+	d, clk := newDebouncer(t, pushengine.DefaultDebounceOptions(), r)
 
 	d.Enqueue(cfgReq("a"))
 	clk.Advance(99 * ms)
@@ -138,7 +138,7 @@ func TestDebounceQuietPeriod(t *testing.T) {
 
 func TestDebounceMaxDelay(t *testing.T) {
 	r := newRecorder(false)
-	d, clk := newDebouncer(t, xds.DebounceOptions{After: 100 * ms, Max: time.Second, EnableEDSDebounce: true}, r)
+	d, clk := newDebouncer(t, pushengine.DebounceOptions{After: 100 * ms, Max: time.Second, EnableEDSDebounce: true}, r)
 	// a request every 90ms never leaves a quiet period of 100ms
 	for i := 0; ; i++ {
 		d.Enqueue(cfgReq(fmt.Sprint(i)))
@@ -161,7 +161,7 @@ func TestDebounceMaxDelay(t *testing.T) {
 
 func TestDebounceOnePushInFlight(t *testing.T) {
 	r := newRecorder(true)
-	d, clk := newDebouncer(t, xds.DefaultDebounceOptions(), r)
+	d, clk := newDebouncer(t, pushengine.DefaultDebounceOptions(), r)
 
 	d.Enqueue(cfgReq("a"))
 	clk.Advance(100 * ms)
@@ -191,7 +191,7 @@ func TestDebounceOnePushInFlight(t *testing.T) {
 
 func TestDebounceInFlightNotYetDue(t *testing.T) {
 	r := newRecorder(true)
-	d, clk := newDebouncer(t, xds.DefaultDebounceOptions(), r)
+	d, clk := newDebouncer(t, pushengine.DefaultDebounceOptions(), r)
 	d.Enqueue(cfgReq("a"))
 	clk.Advance(100 * ms)
 	r.next(t)
@@ -207,7 +207,7 @@ func TestDebounceInFlightNotYetDue(t *testing.T) {
 
 func TestDebounceDeadlineMovesWhileInFlight(t *testing.T) {
 	r := newRecorder(true)
-	d, clk := newDebouncer(t, xds.DefaultDebounceOptions(), r)
+	d, clk := newDebouncer(t, pushengine.DefaultDebounceOptions(), r)
 	d.Enqueue(cfgReq("a"))
 	clk.Advance(100 * ms)
 	r.next(t)              // push 1 runs from t=100ms
@@ -234,7 +234,7 @@ func TestDebounceConcurrentProducers(t *testing.T) {
 	const producers, each = 8, 200
 	var released, running, overlap atomic.Int64
 	all := make(chan struct{})
-	d := xds.NewDebouncer(xds.DebounceOptions{After: ms, Max: 5 * ms, EnableEDSDebounce: true}, nil, func(b xds.Debounced) {
+	d := pushengine.NewDebouncer(pushengine.DebounceOptions{After: ms, Max: 5 * ms, EnableEDSDebounce: true}, nil, func(b pushengine.Debounced) {
 		if running.Add(1) > 1 {
 			overlap.Add(1)
 		}
@@ -267,7 +267,7 @@ func TestDebounceConcurrentProducers(t *testing.T) {
 }
 
 func TestDebounceEDSBypass(t *testing.T) {
-	opts := xds.DefaultDebounceOptions()
+	opts := pushengine.DefaultDebounceOptions()
 	opts.EnableEDSDebounce = false
 	r := newRecorder(false)
 	d, clk := newDebouncer(t, opts, r)
@@ -290,7 +290,7 @@ func TestDebounceEDSBypass(t *testing.T) {
 
 func TestDebounceEDSDebouncedByDefault(t *testing.T) {
 	r := newRecorder(false)
-	d, clk := newDebouncer(t, xds.DefaultDebounceOptions(), r)
+	d, clk := newDebouncer(t, pushengine.DefaultDebounceOptions(), r)
 	d.Enqueue(edsReq("x"))
 	d.Enqueue(edsReq("y"))
 	r.none(t)
@@ -304,7 +304,7 @@ func TestDebounceEDSDebouncedByDefault(t *testing.T) {
 func TestDebounceHoldsUntilStart(t *testing.T) {
 	r := newRecorder(false)
 	clk := clock.NewFake(epoch)
-	d := xds.NewDebouncer(xds.DefaultDebounceOptions(), clk, r.push)
+	d := pushengine.NewDebouncer(pushengine.DefaultDebounceOptions(), clk, r.push)
 	defer d.Stop()
 	d.Enqueue(cfgReq("a"))
 	clk.Advance(time.Minute)
@@ -319,7 +319,7 @@ func TestDebounceHoldsUntilStart(t *testing.T) {
 func TestDebounceStop(t *testing.T) {
 	r := newRecorder(true)
 	clk := clock.NewFake(epoch)
-	d := xds.NewDebouncer(xds.DefaultDebounceOptions(), clk, r.push)
+	d := pushengine.NewDebouncer(pushengine.DefaultDebounceOptions(), clk, r.push)
 	d.Start()
 	d.Enqueue(cfgReq("a"))
 	clk.Advance(100 * ms)
@@ -344,7 +344,7 @@ func TestDebounceStop(t *testing.T) {
 
 func TestDebounceZeroQuietPeriod(t *testing.T) {
 	r := newRecorder(false)
-	d, _ := newDebouncer(t, xds.DebounceOptions{EnableEDSDebounce: true}, r)
+	d, _ := newDebouncer(t, pushengine.DebounceOptions{EnableEDSDebounce: true}, r)
 	d.Enqueue(cfgReq("a"))
 	if b := r.next(t); b.Events != 1 {
 		t.Fatalf("batch %+v", b)
@@ -361,7 +361,7 @@ func BenchmarkDebouncer(b *testing.B) {
 	}
 	clk := clock.NewFake(epoch)
 	var released atomic.Int64
-	d := xds.NewDebouncer(xds.DefaultDebounceOptions(), clk, func(x xds.Debounced) { released.Add(int64(x.Events)) })
+	d := pushengine.NewDebouncer(pushengine.DefaultDebounceOptions(), clk, func(x pushengine.Debounced) { released.Add(int64(x.Events)) })
 	d.Start()
 	b.ReportAllocs()
 	i := 0

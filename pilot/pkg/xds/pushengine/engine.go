@@ -1,4 +1,4 @@
-package xds
+package pushengine
 
 import (
 	"net/http"
@@ -22,8 +22,8 @@ type PushResult struct {
 	IndexesReused  []string
 }
 
-// PushEngineOptions configure a PushEngine.
-type PushEngineOptions struct {
+// Options configure an Engine.
+type Options struct {
 	// Debounce tunes the debouncer (see DefaultDebounceOptions).
 	Debounce DebounceOptions
 	// Clock is the time source (default: the wall clock).
@@ -42,12 +42,12 @@ type PushEngineOptions struct {
 	UnsafeAssertions bool
 }
 
-// PushEngine turns change notifications into pushes: it is the
+// Engine turns change notifications into pushes: it is the
 // ConfigUpdate entry point of the XDSUpdater, debounces, calls Push once per
 // merged request and records what it did for metrics and /debug/pushz. The
 // per-proxy part (which connection needs what) lives in Push.
-type PushEngine struct {
-	opts       PushEngineOptions
+type Engine struct {
+	opts       Options
 	clock      clock.Clock
 	debouncer  *Debouncer
 	history    *PushHistory
@@ -59,15 +59,15 @@ type PushEngine struct {
 	done      chan struct{}
 }
 
-// NewPushEngine returns an engine that holds requests until Start.
-func NewPushEngine(opts PushEngineOptions) *PushEngine {
+// New returns an engine that holds requests until Start.
+func New(opts Options) *Engine {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real()
 	}
 	if opts.Push == nil {
 		opts.Push = func(*model.PushRequest) PushResult { return PushResult{} }
 	}
-	e := &PushEngine{
+	e := &Engine{
 		opts:       opts,
 		clock:      opts.Clock,
 		history:    NewPushHistory(opts.HistorySize),
@@ -81,7 +81,7 @@ func NewPushEngine(opts PushEngineOptions) *PushEngine {
 
 // ConfigUpdate requests a push; requests are merged and debounced. req is
 // read-only to the engine. A request without a reason counts as "unknown".
-func (e *PushEngine) ConfigUpdate(req *model.PushRequest) {
+func (e *Engine) ConfigUpdate(req *model.PushRequest) {
 	if req == nil {
 		return
 	}
@@ -105,11 +105,11 @@ func (e *PushEngine) ConfigUpdate(req *model.PushRequest) {
 // ConfigHandler returns the handler config stores report events to: it
 // applies NeedsPush, remembers what it suppresses and calls ConfigUpdate.
 // Register its Handle method with RegisterEventHandler.
-func (e *PushEngine) ConfigHandler() *model.ConfigPushHandler { return e.configs }
+func (e *Engine) ConfigHandler() *model.ConfigPushHandler { return e.configs }
 
 // Start begins pushing; when stop closes the engine drops pending requests,
 // waits for running pushes and closes Done. Later calls do nothing.
-func (e *PushEngine) Start(stop <-chan struct{}) {
+func (e *Engine) Start(stop <-chan struct{}) {
 	e.startOnce.Do(func() {
 		e.debouncer.Start()
 		go func() {
@@ -121,19 +121,19 @@ func (e *PushEngine) Start(stop <-chan struct{}) {
 }
 
 // Done is closed once the engine has stopped after Start.
-func (e *PushEngine) Done() <-chan struct{} { return e.done }
+func (e *Engine) Done() <-chan struct{} { return e.done }
 
 // History returns the record of recent pushes.
-func (e *PushEngine) History() *PushHistory { return e.history }
+func (e *Engine) History() *PushHistory { return e.history }
 
 // Suppressed returns the record of recent suppressed config updates.
-func (e *PushEngine) Suppressed() *model.SuppressedUpdates { return e.suppressed }
+func (e *Engine) Suppressed() *model.SuppressedUpdates { return e.suppressed }
 
 // PushzHandler serves /debug/pushz for this engine.
-func (e *PushEngine) PushzHandler() http.HandlerFunc { return PushzHandler(e.history, e.suppressed) }
+func (e *Engine) PushzHandler() http.HandlerFunc { return PushzHandler(e.history, e.suppressed) }
 
-// PushEngineStats describe the engine's work so far.
-type PushEngineStats struct {
+// Stats describe the engine's work so far.
+type Stats struct {
 	// Inbound counts ConfigUpdate calls.
 	Inbound int64
 	// Pushes counts Push calls started.
@@ -142,12 +142,12 @@ type PushEngineStats struct {
 }
 
 // Stats returns a snapshot of the counters.
-func (e *PushEngine) Stats() PushEngineStats {
-	return PushEngineStats{Inbound: e.inbound.Load(), Pushes: e.history.Total(), Debounce: e.debouncer.Stats()}
+func (e *Engine) Stats() Stats {
+	return Stats{Inbound: e.inbound.Load(), Pushes: e.history.Total(), Debounce: e.debouncer.Stats()}
 }
 
 // push runs one released batch.
-func (e *PushEngine) push(b Debounced) {
+func (e *Engine) push(b Debounced) {
 	rec := newPushRecord(b)
 	rec.ID = e.history.NextID()
 	if !b.Bypassed {

@@ -1,4 +1,4 @@
-package xds_test
+package pushengine_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
-	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pilot/pkg/xds/pushengine"
 	"github.com/meshplane/istiod/pkg/clock"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
@@ -20,10 +20,10 @@ import (
 	"github.com/meshplane/istiod/pkg/monitoring"
 )
 
-// engineHarness runs a PushEngine on a fake clock; each Push hands the
+// engineHarness runs a Engine on a fake clock; each Push hands the
 // request to the test and takes pushTook on the clock.
 type engineHarness struct {
-	engine *xds.PushEngine
+	engine *pushengine.Engine
 	clock  *clock.Fake
 	pushed chan *model.PushRequest
 	stop   chan struct{}
@@ -31,15 +31,15 @@ type engineHarness struct {
 
 const pushTook = 30 * ms
 
-func newEngine(t *testing.T, opts xds.PushEngineOptions) *engineHarness {
+func newEngine(t *testing.T, opts pushengine.Options) *engineHarness {
 	h := &engineHarness{clock: clock.NewFake(epoch), pushed: make(chan *model.PushRequest, 16), stop: make(chan struct{})}
 	opts.Clock = h.clock
-	opts.Push = func(r *model.PushRequest) xds.PushResult {
+	opts.Push = func(r *model.PushRequest) pushengine.PushResult {
 		h.clock.Advance(pushTook)
 		h.pushed <- r
-		return xds.PushResult{ProxiesPushed: 3, IndexesRebuilt: []string{"virtualservices"}, IndexesReused: []string{"services"}}
+		return pushengine.PushResult{ProxiesPushed: 3, IndexesRebuilt: []string{"virtualservices"}, IndexesReused: []string{"services"}}
 	}
-	h.engine = xds.NewPushEngine(opts)
+	h.engine = pushengine.New(opts)
 	t.Cleanup(func() {
 		select {
 		case <-h.stop:
@@ -63,7 +63,7 @@ func (h *engineHarness) next(t *testing.T) *model.PushRequest {
 }
 
 // waitRecorded waits until n pushes are in the history (Push has returned).
-func (h *engineHarness) waitRecorded(t *testing.T, n int) []xds.PushRecord {
+func (h *engineHarness) waitRecorded(t *testing.T, n int) []pushengine.PushRecord {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -95,7 +95,7 @@ func counterValue(t *testing.T, name, label string) float64 {
 }
 
 func TestPushEngineMergesAndRecords(t *testing.T) {
-	h := newEngine(t, xds.PushEngineOptions{Debounce: xds.DefaultDebounceOptions()})
+	h := newEngine(t, pushengine.Options{Debounce: pushengine.DefaultDebounceOptions()})
 	inbound0 := counterValue(t, "pilot_inbound_updates", "config")
 	cfgTriggers0 := counterValue(t, "pilot_push_triggers", "config")
 	unknown0 := counterValue(t, "pilot_push_triggers", "unknown")
@@ -132,7 +132,7 @@ func TestPushEngineMergesAndRecords(t *testing.T) {
 }
 
 func TestPushEngineMeshChangeIsForcedEverything(t *testing.T) {
-	h := newEngine(t, xds.PushEngineOptions{Debounce: xds.DefaultDebounceOptions()})
+	h := newEngine(t, pushengine.Options{Debounce: pushengine.DefaultDebounceOptions()})
 	h.engine.Start(h.stop)
 	h.engine.ConfigUpdate(cfgReq("a"))
 	// what bootstrap sends on a mesh config change
@@ -148,9 +148,9 @@ func TestPushEngineMeshChangeIsForcedEverything(t *testing.T) {
 }
 
 func TestPushEngineEDSBypassRecorded(t *testing.T) {
-	opts := xds.DefaultDebounceOptions()
+	opts := pushengine.DefaultDebounceOptions()
 	opts.EnableEDSDebounce = false
-	h := newEngine(t, xds.PushEngineOptions{Debounce: opts})
+	h := newEngine(t, pushengine.Options{Debounce: opts})
 	h.engine.Start(h.stop)
 	h.engine.ConfigUpdate(edsReq("x"))
 	if req := h.next(t); req.Full {
@@ -163,7 +163,7 @@ func TestPushEngineEDSBypassRecorded(t *testing.T) {
 
 func TestPushEngineServiceKindAssertion(t *testing.T) {
 	bad := &model.PushRequest{Full: true, ConfigsUpdated: model.NewConfigKeys(model.ConfigKey{Kind: kind.Service, Name: "s", Namespace: "ns"})}
-	h := newEngine(t, xds.PushEngineOptions{Debounce: xds.DefaultDebounceOptions(), UnsafeAssertions: true})
+	h := newEngine(t, pushengine.Options{Debounce: pushengine.DefaultDebounceOptions(), UnsafeAssertions: true})
 	h.engine.Start(h.stop)
 	func() {
 		defer func() {
@@ -174,7 +174,7 @@ func TestPushEngineServiceKindAssertion(t *testing.T) {
 		h.engine.ConfigUpdate(bad)
 	}()
 	// without assertions the request is logged and still pushed
-	h2 := newEngine(t, xds.PushEngineOptions{Debounce: xds.DefaultDebounceOptions()})
+	h2 := newEngine(t, pushengine.Options{Debounce: pushengine.DefaultDebounceOptions()})
 	h2.engine.Start(h2.stop)
 	h2.engine.ConfigUpdate(bad)
 	h2.clock.Advance(100 * ms)
@@ -182,7 +182,7 @@ func TestPushEngineServiceKindAssertion(t *testing.T) {
 }
 
 func TestPushEngineStopAndDone(t *testing.T) {
-	h := newEngine(t, xds.PushEngineOptions{Debounce: xds.DefaultDebounceOptions()})
+	h := newEngine(t, pushengine.Options{Debounce: pushengine.DefaultDebounceOptions()})
 	h.engine.Start(h.stop)
 	h.engine.Start(h.stop) // second Start is a no-op
 	h.engine.ConfigUpdate(cfgReq("a"))
@@ -205,7 +205,7 @@ func vsObject(host string, annotations map[string]string) config.Config {
 }
 
 func TestPushzThroughConfigHandler(t *testing.T) {
-	h := newEngine(t, xds.PushEngineOptions{Debounce: xds.DefaultDebounceOptions()})
+	h := newEngine(t, pushengine.Options{Debounce: pushengine.DefaultDebounceOptions()})
 	h.engine.Start(h.stop)
 	handle := h.engine.ConfigHandler().Handle
 
@@ -250,18 +250,18 @@ func TestPushzThroughConfigHandler(t *testing.T) {
 }
 
 func TestPushzHandler(t *testing.T) {
-	hist := xds.NewPushHistory(2)
+	hist := pushengine.NewPushHistory(2)
 	for i := range 3 {
 		id := hist.NextID()
-		hist.Add(xds.PushRecord{ID: id, Events: i})
+		hist.Add(pushengine.PushRecord{ID: id, Events: i})
 	}
 	sup := model.NewSuppressedUpdates(2)
 	sup.Record(model.SuppressedUpdate{Name: "a"})
 
-	get := func(h http.HandlerFunc, query string) (int, xds.Pushz) {
+	get := func(h http.HandlerFunc, query string) (int, pushengine.Pushz) {
 		rec := httptest.NewRecorder()
 		h(rec, httptest.NewRequest(http.MethodGet, "/debug/pushz"+query, nil))
-		var doc xds.Pushz
+		var doc pushengine.Pushz
 		if rec.Code == http.StatusOK {
 			if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
 				t.Fatal(err)
@@ -269,17 +269,17 @@ func TestPushzHandler(t *testing.T) {
 		}
 		return rec.Code, doc
 	}
-	code, doc := get(xds.PushzHandler(hist, sup), "")
+	code, doc := get(pushengine.PushzHandler(hist, sup), "")
 	if code != 200 || doc.TotalPushes != 3 || len(doc.Pushes) != 2 || doc.Pushes[0].ID != 3 || doc.Pushes[1].ID != 2 || len(doc.Suppressed) != 1 {
 		t.Fatalf("doc %+v", doc)
 	}
-	if _, doc := get(xds.PushzHandler(hist, sup), "?limit=1"); len(doc.Pushes) != 1 || doc.Pushes[0].ID != 3 {
+	if _, doc := get(pushengine.PushzHandler(hist, sup), "?limit=1"); len(doc.Pushes) != 1 || doc.Pushes[0].ID != 3 {
 		t.Fatalf("limited %+v", doc)
 	}
-	if code, _ := get(xds.PushzHandler(hist, sup), "?limit=x"); code != http.StatusBadRequest {
+	if code, _ := get(pushengine.PushzHandler(hist, sup), "?limit=x"); code != http.StatusBadRequest {
 		t.Fatalf("bad limit answered %d", code)
 	}
-	if code, doc := get(xds.PushzHandler(nil, nil), ""); code != 200 || doc.Pushes == nil || doc.Suppressed == nil {
+	if code, doc := get(pushengine.PushzHandler(nil, nil), ""); code != 200 || doc.Pushes == nil || doc.Suppressed == nil {
 		t.Fatalf("nil sources: %d %+v", code, doc)
 	}
 }

@@ -1,0 +1,5 @@
+// Package refmesh loads the shared reference mesh (../shared/reference/
+// bookinfo beside the repository: the input and what Istio 1.31's istiod
+// answered for it) through the real registries, for the tests that compare
+// our answers with Istio's. Tests only.
+package refmesh
