@@ -2,6 +2,7 @@ package kubemesh
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +13,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/meshplane/istiod/pkg/config/mesh"
+	"github.com/meshplane/istiod/pkg/log"
 )
+
+var scope = log.RegisterScope("mesh", "mesh config")
 
 // ConfigMapSource watches one ConfigMap and exposes some of its keys as
 // mesh sources (a missing ConfigMap or key is a missing source).
@@ -20,6 +24,8 @@ type ConfigMapSource struct {
 	name     string
 	informer cache.SharedIndexInformer
 	keys     map[string]*mesh.StaticSource
+	reg      cache.ResourceEventHandlerRegistration // nil when the informer refused the handler
+	err      error
 }
 
 // ConfigMapName is the mesh ConfigMap of a revision: istio or istio-<rev>.
@@ -44,15 +50,22 @@ func NewConfigMapSource(client kubernetes.Interface, namespace, name string, sto
 			return client.CoreV1().ConfigMaps(namespace).Watch(ctx, o)
 		},
 	}
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.ConfigMap{}, 0, cache.Indexers{})
+	return newConfigMapSource(inf, namespace, name, stop, keys...)
+}
+
+// newConfigMapSource feeds the keys from an informer of the ConfigMap and
+// runs it until stop closes.
+func newConfigMapSource(inf cache.SharedIndexInformer, namespace, name string, stop <-chan struct{}, keys ...string) *ConfigMapSource {
 	s := &ConfigMapSource{
 		name:     name,
-		informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.ConfigMap{}, 0, cache.Indexers{}),
+		informer: inf,
 		keys:     map[string]*mesh.StaticSource{},
 	}
 	for _, k := range keys {
 		s.keys[k] = mesh.NewStaticSource("ConfigMap "+namespace+"/"+name+" key "+k, nil)
 	}
-	_, _ = s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { s.set(o) },
 		UpdateFunc: func(_, o any) { s.set(o) },
 		DeleteFunc: func(o any) {
@@ -64,6 +77,13 @@ func NewConfigMapSource(client kubernetes.Interface, namespace, name string, sto
 			}
 		},
 	})
+	if err != nil {
+		// the keys stay missing sources: the mesh config keeps its defaults
+		s.err = fmt.Errorf("cannot watch ConfigMap %s/%s: %w", namespace, name, err)
+		scope.Errorf("%v; its keys are treated as missing", s.err)
+		return s
+	}
+	s.reg = reg
 	go s.informer.Run(stop)
 	return s
 }
@@ -95,10 +115,19 @@ func (s *ConfigMapSource) Key(k string) mesh.Source {
 	return nil
 }
 
-// HasSynced reports whether the initial state has been read.
-func (s *ConfigMapSource) HasSynced() bool { return s.informer.HasSynced() }
+// Err is why the ConfigMap is not watched (nil when it is).
+func (s *ConfigMapSource) Err() error { return s.err }
 
-// WaitUntilSynced blocks until the initial state has been read or stop closes.
+// HasSynced reports whether the initial state has been read and handed to
+// the key sources. It is never true when the ConfigMap is not watched.
+func (s *ConfigMapSource) HasSynced() bool { return s.reg != nil && s.reg.HasSynced() }
+
+// WaitUntilSynced blocks until the initial state has been read and handed to
+// the key sources, or stop closes. It returns false at once when the
+// ConfigMap is not watched (see Err).
 func (s *ConfigMapSource) WaitUntilSynced(stop <-chan struct{}) bool {
-	return cache.WaitForCacheSync(stop, s.informer.HasSynced)
+	if s.reg == nil {
+		return false
+	}
+	return cache.WaitForCacheSync(stop, s.reg.HasSynced)
 }
