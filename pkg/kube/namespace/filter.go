@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"fmt"
 	"sync"
 
 	meshconfig "istio.io/api/mesh/v1alpha1"
@@ -23,19 +24,37 @@ type DiscoveryFilter struct {
 	labels    map[string]map[string]string // namespace -> labels, from the informer
 	selected  map[string]bool
 	handlers  []func()
+	reg       cache.ResourceEventHandlerRegistration // nil when the informer refused the handler
+	err       error
 }
 
-// NewDiscoveryFilter builds a filter fed by a Namespace informer.
+// NewDiscoveryFilter builds a filter fed by a Namespace informer. If the
+// informer refuses the handler (it has stopped) the error is logged and kept
+// in Err: the filter then knows no namespace labels, so with selectors only
+// cluster-scoped objects pass, and it never syncs.
 func NewDiscoveryFilter(namespaces cache.SharedIndexInformer, mesh *meshconfig.MeshConfig) *DiscoveryFilter {
 	f := &DiscoveryFilter{labels: map[string]map[string]string{}, selected: map[string]bool{}}
 	f.selectors = compile(mesh.GetDiscoverySelectors())
-	_, _ = namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { f.setNamespace(o, false) },
 		UpdateFunc: func(_, o any) { f.setNamespace(o, false) },
 		DeleteFunc: func(o any) { f.setNamespace(o, true) },
 	})
+	if err != nil {
+		f.err = fmt.Errorf("cannot watch Namespaces for discoverySelectors: %w", err)
+		scope.Errorf("%v; with selectors no namespace is selected", f.err)
+		return f
+	}
+	f.reg = reg
 	return f
 }
+
+// Err is why namespaces are not watched (nil when they are).
+func (f *DiscoveryFilter) Err() error { return f.err }
+
+// HasSynced reports whether the informer's initial namespaces have reached
+// the filter. It is never true when namespaces are not watched.
+func (f *DiscoveryFilter) HasSynced() bool { return f.reg != nil && f.reg.HasSynced() }
 
 func compile(sels []*meshconfig.LabelSelector) []labels.Selector {
 	var out []labels.Selector

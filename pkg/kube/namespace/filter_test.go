@@ -27,7 +27,12 @@ func TestDiscoveryFilter(t *testing.T) {
 	changed := make(chan struct{}, 10)
 	filter.AddHandler(func() { changed <- struct{}{} })
 	f.Start(stop)
-	cache.WaitForCacheSync(stop, inf.HasSynced)
+	if !cache.WaitForCacheSync(stop, filter.HasSynced) {
+		t.Fatal("filter did not sync")
+	}
+	if filter.Err() != nil {
+		t.Fatal(filter.Err())
+	}
 
 	if !filter.Filter("a") || !filter.Filter("b") || !filter.Filter("unknown") || !filter.Filter("") {
 		t.Error("without selectors every namespace is watched")
