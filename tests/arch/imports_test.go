@@ -8,10 +8,12 @@ import (
 
 const module = "github.com/meshplane/istiod"
 
-// deps returns, for every package matching pattern, its transitive imports.
+// deps returns, for every package matching pattern and for its test
+// packages, its transitive imports, test files included: a test package
+// "p [p.test]" or "p_test [p.test]" counts as p, and its imports as p's.
 func deps(t *testing.T, pattern string) map[string][]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-e", "-deps=false", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, pattern)
+	cmd := exec.Command("go", "list", "-e", "-test", "-f", `{{.ImportPath}}|{{join .Deps "|"}}`, pattern)
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
@@ -19,30 +21,100 @@ func deps(t *testing.T, pattern string) map[string][]string {
 	}
 	res := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 0 {
-			res[f[0]] = f[1:]
+		f := strings.Split(line, "|")
+		pkg := normalize(f[0])
+		if strings.HasSuffix(pkg, ".test") {
+			continue // the generated test main
+		}
+		for _, d := range f[1:] {
+			if d != "" {
+				res[pkg] = append(res[pkg], normalize(d))
+			}
+		}
+		if _, ok := res[pkg]; !ok {
+			res[pkg] = nil
 		}
 	}
 	return res
 }
 
-func TestPkgNeverImportsPilot(t *testing.T) {
-	for pkg, ds := range deps(t, "./pkg/...") {
-		for _, d := range ds {
-			if strings.HasPrefix(d, module+"/pilot/") || strings.HasPrefix(d, module+"/cmd/") {
-				t.Errorf("%s imports %s: pkg/ must not depend on pilot/ or cmd/", pkg, d)
+// normalize maps "p [q.test]" and "p_test" to p.
+func normalize(p string) string {
+	if i := strings.Index(p, " ["); i >= 0 {
+		p = p[:i]
+	}
+	return strings.TrimSuffix(p, "_test")
+}
+
+// rule forbids packages under from (the package itself and below, unless
+// exact) from importing, directly or not, packages under any of forbidden.
+type rule struct {
+	from      string
+	exact     bool
+	forbidden []string
+	why       string
+}
+
+func under(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+
+func check(t *testing.T, rules []rule) {
+	t.Helper()
+	all := deps(t, "./...")
+	for _, r := range rules {
+		from := module
+		if r.from != "" {
+			from += "/" + r.from
+		}
+		for pkg, ds := range all {
+			if (r.exact && pkg != from) || (!r.exact && !under(pkg, from)) {
+				continue
+			}
+			for _, d := range ds {
+				for _, f := range r.forbidden {
+					if !strings.Contains(f, ".") {
+						f = module + "/" + f
+					}
+					own := d == from || (!r.exact && under(d, from))
+					if under(d, f) && !own {
+						t.Errorf("%s imports %s: %s", pkg, d, r.why)
+					}
+				}
 			}
 		}
 	}
 }
 
+func TestPkgNeverImportsPilot(t *testing.T) {
+	check(t, []rule{{from: "pkg", forbidden: []string{"pilot", "cmd"}, why: "pkg/ must not depend on pilot/ or cmd/"}})
+}
+
 func TestNoIstioImplementationImports(t *testing.T) {
-	for pkg, ds := range deps(t, "./...") {
-		for _, d := range ds {
-			if d == "istio.io/istio" || strings.HasPrefix(d, "istio.io/istio/") {
-				t.Errorf("%s imports %s: this project never imports istio.io/istio", pkg, d)
-			}
-		}
-	}
+	check(t, []rule{{from: "", forbidden: []string{"istio.io/istio"}, why: "this project never imports istio.io/istio"}})
+}
+
+// The xDS packages by role (pilot/pkg/xds/doc.go): the wire layer knows the
+// model only, the push engine knows no gRPC and no connections, the
+// generators and debug views reach the server through its exported
+// interfaces, and only bootstrap wires them together.
+func TestXDSLayers(t *testing.T) {
+	const x = "pilot/pkg/xds"
+	check(t, []rule{
+		{from: x, exact: true, forbidden: []string{x + "/pushengine", x + "/generators", x + "/debug", "pilot/pkg/networking",
+			"pilot/pkg/serviceregistry", "pilot/pkg/config", "pilot/pkg/bootstrap", x + "/xdstest/refmesh"},
+			why: "the xDS wire layer depends on the model only"},
+		{from: x + "/xdstest", exact: true, forbidden: []string{x + "/pushengine", x + "/generators", x + "/debug", "pilot/pkg/networking", "pilot/pkg/serviceregistry"},
+			why: "the wire test helpers are for every xDS package, the wire layer included"},
+		{from: x + "/adsc", forbidden: []string{x + "/pushengine", x + "/generators", x + "/debug", "pilot/pkg/networking"},
+			why: "the test client knows the protocol only"},
+		{from: x + "/pushengine", forbidden: []string{"google.golang.org/grpc", x + "/generators", x + "/debug", x + "/adsc", "pilot/pkg/networking", "pilot/pkg/bootstrap"},
+			why: "the push engine decides pushes; it knows no gRPC and no connections"},
+		{from: x + "/generators", forbidden: []string{x + "/pushengine", x + "/debug", "pilot/pkg/bootstrap"},
+			why: "generators register through xds.Generator and know nothing of the push engine or debug views"},
+		{from: x + "/debug", forbidden: []string{x + "/pushengine", x + "/generators", "pilot/pkg/bootstrap"},
+			why: "debug views read exported snapshots, not the engine's or generators' internals"},
+		{from: "pilot/pkg/networking", forbidden: []string{x, "pilot/pkg/bootstrap"},
+			why: "networking translates the model into Envoy protos; it knows nothing of xDS serving"},
+		{from: "pilot/pkg/model", forbidden: []string{x, "pilot/pkg/networking", "pilot/pkg/bootstrap"},
+			why: "the model is below networking and xds"},
+	})
 }

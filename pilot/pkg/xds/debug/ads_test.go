@@ -114,12 +114,17 @@ func TestDebugViewsWhileStreamsChangeWatches(t *testing.T) {
 	}()
 	for i := 0; i < 200; i++ {
 		name := "outbound|80||a" + string(rune('a'+i%26)) + ".default.svc.cluster.local"
-		if err := c.SendDelta(&discovery.DeltaDiscoveryRequest{TypeUrl: xds.EndpointType, ResourceNamesSubscribe: []string{name}}); err != nil {
+		if err := c.SendDelta(&discovery.DeltaDiscoveryRequest{TypeUrl: xds.EndpointType, ResourceNamesSubscribe: []string{name},
+			ResourceNamesUnsubscribe: []string{"outbound|80||a0.default.svc.cluster.local"}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.SendDelta(&discovery.DeltaDiscoveryRequest{TypeUrl: xds.EndpointType, ResourceNamesUnsubscribe: []string{name}}); err != nil {
+		// the answer says the server applied the change while the views ran
+		xdstest.Next(t, c)
+		if err := c.SendDelta(&discovery.DeltaDiscoveryRequest{TypeUrl: xds.EndpointType, ResourceNamesUnsubscribe: []string{name},
+			ResourceNamesSubscribe: []string{"outbound|80||a0.default.svc.cluster.local"}}); err != nil {
 			t.Fatal(err)
 		}
+		xdstest.Next(t, c)
 	}
 	close(stop)
 	wg.Wait()
