@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -151,20 +152,36 @@ func inlineEndpoints(name string, svc *model.Service, port *model.Port, opts Opt
 
 // serviceMetadata is the istio filter metadata naming the cluster's service.
 func serviceMetadata(svc *model.Service, subset string, dr *config.Config) *core.Metadata {
-	entry := map[string]any{"host": svc.Hostname, "name": svc.Attributes.Name, "namespace": svc.Attributes.Namespace}
-	fields := map[string]any{"services": []any{entry}}
+	fields := map[string]*structpb.Value{"services": structpb.NewListValue(&structpb.ListValue{
+		Values: []*structpb.Value{serviceEntry(svc)}})}
 	if dr != nil {
 		// the rule that shaped the cluster, as Istio names it
-		fields["config"] = "/apis/" + dr.GroupVersionKind.GroupVersion() + "/namespaces/" + dr.Namespace + "/destination-rule/" + dr.Name
+		fields["config"] = stringValue("/apis/" + dr.GroupVersionKind.GroupVersion() + "/namespaces/" + dr.Namespace + "/destination-rule/" + dr.Name)
 	}
 	if subset != "" {
-		fields["subset"] = subset
+		fields["subset"] = stringValue(subset)
 	}
 	if svc.MeshExternal {
-		fields["external"] = true
+		fields["external"] = structpb.NewBoolValue(true)
 	}
-	st, _ := structpb.NewStruct(fields)
-	return &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": st}}
+	return &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: fields}}}
+}
+
+// serviceEntry is one element of the "services" metadata list.
+func serviceEntry(svc *model.Service) *structpb.Value {
+	return structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+		"host":      stringValue(svc.Hostname),
+		"name":      stringValue(svc.Attributes.Name),
+		"namespace": stringValue(svc.Attributes.Namespace),
+	}})
+}
+
+// stringValue is a metadata string that always marshals: the metadata is
+// built field by field instead of through structpb.NewStruct, which fails
+// (and would leave the metadata empty) on invalid UTF-8. Such bytes, which
+// validation should have kept out of names, become U+FFFD.
+func stringValue(s string) *structpb.Value {
+	return structpb.NewStringValue(strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 func unlimited() *clusterv3.CircuitBreakers {
@@ -216,13 +233,13 @@ func BuildInbound(port int, services []*model.Service, m *meshconfig.MeshConfig)
 	c.CleanupInterval = &durationpb.Duration{Seconds: 9223372035} // Istio's "never"
 	c.UpstreamBindConfig = inboundBind()
 	c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{}
-	var entries []any
+	var entries []*structpb.Value
 	for _, s := range services {
-		entries = append(entries, map[string]any{"host": s.Hostname, "name": s.Attributes.Name, "namespace": s.Attributes.Namespace})
+		entries = append(entries, serviceEntry(s))
 	}
 	if len(entries) > 0 {
-		st, _ := structpb.NewStruct(map[string]any{"services": entries})
-		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": st}}
+		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: map[string]*structpb.Value{
+			"services": structpb.NewListValue(&structpb.ListValue{Values: entries})}}}}
 	}
 	return c
 }
