@@ -7,11 +7,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-)
 
-// referenceDir holds what Istio 1.31's istiod answered for a small mesh
-// (../shared beside the repository).
-const referenceDir = "../../../shared/reference/bookinfo"
+	"github.com/meshplane/istiod/tests/refdata"
+)
 
 func readJSON(t *testing.T, path string) any {
 	t.Helper()
@@ -54,9 +52,8 @@ func decodeJSON(t *testing.T, b []byte) any {
 //     auto-allocation controller (240.240.0.0/16, 2001:2::/48), which this
 //     control plane does not run yet.
 func TestConfigzAndMeshMatchIstio(t *testing.T) {
-	if _, err := os.Stat(referenceDir); err != nil {
-		t.Skipf("reference data not available: %v", err)
-	}
+	// what Istio 1.31's istiod answered for a small mesh
+	referenceDir := refdata.Dir(t, "bookinfo")
 	dir := t.TempDir()
 	input, err := os.ReadFile(filepath.Join(referenceDir, "input/bookinfo.yaml"))
 	if err != nil {

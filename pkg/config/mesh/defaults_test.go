@@ -2,10 +2,7 @@ package mesh_test
 
 import (
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -16,18 +13,14 @@ import (
 
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/validation"
+	"github.com/meshplane/istiod/tests/refdata"
 )
 
-// referenceDir holds what Istio 1.31's istiod served for a known mesh file;
-// it sits beside the repository root.
-var referenceDir = filepath.Join("..", "..", "..", "..", "shared", "reference", "bookinfo")
-
+// readReference reads what Istio 1.31's istiod served for a known mesh file
+// (rel is under the bookinfo reference, beside the repository root).
 func readReference(t *testing.T, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(referenceDir, rel))
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("reference file %s not available", rel)
-	}
+	b, err := os.ReadFile(refdata.Dir(t, "bookinfo/"+rel))
 	if err != nil {
 		t.Fatal(err)
 	}

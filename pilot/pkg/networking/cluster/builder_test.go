@@ -17,9 +17,8 @@ import (
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/protocol"
+	"github.com/meshplane/istiod/tests/refdata"
 )
-
-const reference = "../../../../../shared/reference/bookinfo"
 
 func service(name, ns string, port int, p protocol.Instance, res model.Resolution) *model.Service {
 	return &model.Service{
@@ -32,9 +31,9 @@ func service(name, ns string, port int, p protocol.Instance, res model.Resolutio
 
 func referenceDR(t *testing.T, name string) *config.Config {
 	t.Helper()
-	b, err := os.ReadFile(reference + "/input/bookinfo.yaml")
+	b, err := os.ReadFile(refdata.Dir(t, "bookinfo/input/bookinfo.yaml"))
 	if err != nil {
-		t.Skipf("reference not available: %v", err)
+		t.Fatal(err)
 	}
 	for _, d := range crd.Parse(b, crd.Options{}) {
 		if d.Config != nil && d.Config.GroupVersionKind.Kind == "DestinationRule" && d.Config.Name == name {
@@ -52,9 +51,9 @@ func withSA(s *model.Service, sa string) *model.Service {
 
 func referenceClusters(t *testing.T) map[string]map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(reference + "/real/sidecar-productpage/clusters.json")
+	b, err := os.ReadFile(refdata.Dir(t, "bookinfo/real/sidecar-productpage/clusters.json"))
 	if err != nil {
-		t.Skipf("reference not available: %v", err)
+		t.Fatal(err)
 	}
 	var list []map[string]any
 	if err := json.Unmarshal(b, &list); err != nil {

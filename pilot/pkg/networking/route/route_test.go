@@ -15,9 +15,8 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
+	"github.com/meshplane/istiod/tests/refdata"
 )
-
-const reference = "../../../../../shared/reference/bookinfo"
 
 func svc(name, vip string, port int, p protocol.Instance) *model.Service {
 	return &model.Service{Hostname: name + ".bookinfo.svc.cluster.local",
@@ -30,9 +29,9 @@ func svc(name, vip string, port int, p protocol.Instance) *model.Service {
 // the push context hands them over.
 func resolved(t *testing.T, name string) *config.Config {
 	t.Helper()
-	b, err := os.ReadFile(reference + "/input/bookinfo.yaml")
+	b, err := os.ReadFile(refdata.Dir(t, "bookinfo/input/bookinfo.yaml"))
 	if err != nil {
-		t.Skipf("reference not available: %v", err)
+		t.Fatal(err)
 	}
 	for _, d := range crd.Parse(b, crd.Options{Domain: "cluster.local"}) {
 		if d.Config == nil || d.Config.GroupVersionKind.Kind != "VirtualService" || d.Config.Name != name {
@@ -57,9 +56,9 @@ func resolved(t *testing.T, name string) *config.Config {
 
 func referenceRoute(t *testing.T, name string) any {
 	t.Helper()
-	b, err := os.ReadFile(reference + "/real/sidecar-productpage/routes.json")
+	b, err := os.ReadFile(refdata.Dir(t, "bookinfo/real/sidecar-productpage/routes.json"))
 	if err != nil {
-		t.Skipf("reference not available: %v", err)
+		t.Fatal(err)
 	}
 	var list []map[string]any
 	_ = json.Unmarshal(b, &list)
