@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,14 +55,22 @@ func TestProxylessGRPCServerThroughIstiod(t *testing.T) {
 	d := start(t, "--configDir", dir, "--meshConfig", filepath.Join(dir, "no-mesh"))
 	d.waitReady(t)
 
-	modes := make(chan connectivity.ServingMode, 8)
+	// every serving mode change, checked on the test goroutine
+	var (
+		mu      sync.Mutex
+		changes []xdsgrpc.ServingModeChangeArgs
+	)
+	changed := make(chan struct{}, 1)
 	srv, err := xdsgrpc.NewGRPCServer(grpc.Creds(insecure.NewCredentials()),
 		xdsgrpc.BootstrapContentsForTesting(grpcBootstrap(d.grpc, "xsrv-1")),
 		xdsgrpc.ServingModeCallback(func(_ net.Addr, a xdsgrpc.ServingModeChangeArgs) {
-			if a.Err != nil {
-				t.Logf("serving mode %v: %v", a.Mode, a.Err)
+			mu.Lock()
+			changes = append(changes, a)
+			mu.Unlock()
+			select {
+			case changed <- struct{}{}:
+			default:
 			}
-			modes <- a.Mode
 		}))
 	if err != nil {
 		t.Fatal(err)
@@ -70,12 +79,15 @@ func TestProxylessGRPCServerThroughIstiod(t *testing.T) {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(srv.Stop)
 	select {
-	case m := <-modes:
-		if m != connectivity.ServingModeServing {
-			t.Fatalf("first serving mode %v, want SERVING\n%s", m, d.logs())
-		}
+	case <-changed:
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the xDS server never got its listener\n%s", d.logs())
+	}
+	mu.Lock()
+	first := changes[0]
+	mu.Unlock()
+	if first.Mode != connectivity.ServingModeServing || first.Err != nil {
+		t.Fatalf("first serving mode %v (error %v), want SERVING\n%s", first.Mode, first.Err, d.logs())
 	}
 
 	resolver, err := xdsgrpc.NewXDSResolverWithConfigForTesting(grpcBootstrap(d.grpc, "client-1"))
@@ -97,4 +109,12 @@ func TestProxylessGRPCServerThroughIstiod(t *testing.T) {
 		}
 		return resp.Hostname == "xds-server", resp.Hostname
 	})
+	// the server kept serving: no change to NOT_SERVING, no listener error
+	mu.Lock()
+	defer mu.Unlock()
+	for i, c := range changes {
+		if c.Mode != connectivity.ServingModeServing || c.Err != nil {
+			t.Errorf("serving mode change %d: %v (error %v), want SERVING throughout\n%s", i, c.Mode, c.Err, d.logs())
+		}
+	}
 }

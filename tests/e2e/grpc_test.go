@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -130,13 +129,15 @@ func TestProxylessGRPCThroughIstiod(t *testing.T) {
 		t.Errorf("80/20 split: %v", got)
 	}
 
-	// fault abort: every call fails with the configured status
-	abort := `- fault: {abort: {percentage: {value: 100}, grpcStatus: UNAVAILABLE}}
+	// fault abort: every call fails with the configured status. grpc-go
+	// itself answers UNAVAILABLE for a missing listener, route or cluster,
+	// so the fault uses a status only the fault filter produces.
+	abort := `- fault: {abort: {percentage: {value: 100}, grpcStatus: RESOURCE_EXHAUSTED}}
     route: [{destination: {host: echo.test.svc.cluster.local, subset: v1}}]`
 	writeFile(t, filepath.Join(dir, "routes.yaml"), fmt.Sprintf(grpcRoutes, abort))
 	eventually(t, "fault abort applied", func() (bool, string) {
 		got, _ := count(20)
-		return got[codes.Unavailable.String()] == 20, fmt.Sprint(got)
+		return got[codes.ResourceExhausted.String()] == 20, fmt.Sprint(got)
 	})
 
 	// reroute live traffic to v2
@@ -146,7 +147,4 @@ func TestProxylessGRPCThroughIstiod(t *testing.T) {
 		got, _ := count(20)
 		return got["v2"] == 20, fmt.Sprint(got)
 	})
-	if !strings.Contains(d.logs(), "new connection") && !strings.Contains(d.logs(), "new delta connection") {
-		t.Logf("istiod log:\n%s", d.logs())
-	}
 }
