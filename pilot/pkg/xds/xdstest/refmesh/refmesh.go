@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
 	"github.com/meshplane/istiod/pkg/kube"
+	"github.com/meshplane/istiod/tests/refdata"
 )
 
 // Registries are the reference mesh's service registries and endpoint
@@ -46,7 +46,7 @@ func (r Registries) EndpointIndex() *model.EndpointIndex { return r.Index }
 // what happens when it is missing).
 func ReadFile(t testing.TB, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(referenceDir(t), rel))
+	b, err := os.ReadFile(filepath.Join(refdata.Dir(t, "bookinfo"), rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +157,4 @@ func SplitInput(t testing.TB, data []byte) ([]kruntime.Object, []config.Config) 
 		objs = append(objs, o)
 	}
 	return objs, cfgs
-}
-
-// referenceDir is ../shared/reference/bookinfo beside the repository.
-// TODO(refdata): switch to tests/refdata once it lands.
-func referenceDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "../../../../../../shared/reference/bookinfo")
 }
