@@ -48,6 +48,15 @@ type Proxy struct {
 	Labels map[string]string
 	// Locality is "region/zone/subzone" from the node (empty when unknown).
 	Locality string
+	// VerifiedIdentity is the identity the proxy proved on a TLS stream
+	// (nil on the plaintext port).
+	VerifiedIdentity *Identity
+}
+
+// Identity is a workload identity: spiffe://<trust domain>/ns/<Namespace>/sa/<ServiceAccount>.
+type Identity struct {
+	Namespace      string
+	ServiceAccount string
 }
 
 // NodeMetadata is the typed form of the metadata Istio's agents send. Fields

@@ -37,6 +37,9 @@ type DiscoveryServer struct {
 
 	// throttle bounds the connections pushing at once (PILOT_PUSH_THROTTLE).
 	throttle *Semaphore
+
+	// auth authenticates streams over TLS (nil: none is).
+	auth AuthenticateFunc
 }
 
 // NewDiscoveryServer returns a server with no generators and no snapshot.
@@ -121,7 +124,7 @@ func (s *DiscoveryServer) removeConnection(c *Connection) {
 }
 
 // initConnection validates the first request's node and builds the connection.
-func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, delta bool) (*Connection, error) {
+func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, delta bool, ids []string) (*Connection, error) {
 	if s.push.Load() == nil {
 		return nil, status.Error(codes.Unavailable, "server is not ready to serve discovery information")
 	}
@@ -134,6 +137,11 @@ func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, d
 	}
 	if l := node.Locality; l != nil && (l.Region != "" || l.Zone != "" || l.SubZone != "") {
 		proxy.Locality = l.Region + "/" + l.Zone + "/" + l.SubZone
+	}
+	if ids != nil {
+		if err := authorize(proxy, ids); err != nil {
+			return nil, err
+		}
 	}
 	peerAddr := "0.0.0.0"
 	if p, ok := peer.FromContext(ctx); ok {

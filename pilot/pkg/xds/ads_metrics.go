@@ -30,6 +30,13 @@ var (
 		Buckets: []float64{1, 10000, 1000000, 4000000, 10000000, 40000000},
 	}, []string{"type"})
 
+	// xdsAuthFailures is ours: refused TLS streams, by stage
+	// (authentication, authorization).
+	xdsAuthFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "istiod_xds_auth_failures",
+		Help: "xDS streams over TLS refused, by stage: authentication (no accepted credential) or authorization (identity does not match the node).",
+	}, []string{"stage"})
+
 	xdsSends = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pilot_xds_responses_total",
 		Help: "Responses sent, by type.",
@@ -37,7 +44,7 @@ var (
 )
 
 func init() {
-	monitoring.MustRegister(xdsClients, totalXDSRejects, expiredNonce, configSize, xdsSends)
+	monitoring.MustRegister(xdsClients, totalXDSRejects, expiredNonce, configSize, xdsSends, xdsAuthFailures)
 }
 
 // recordSend counts one response: its size, and the push of its type with

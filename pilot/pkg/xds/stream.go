@@ -18,6 +18,10 @@ import (
 func serveStream[R interface{ GetNode() *core.Node }](s *DiscoveryServer, ctx context.Context, recv func() (R, error), delta bool,
 	process func(*Connection, R) error, push func(*Connection, *model.PushRequest) error,
 ) error {
+	ids, err := s.authenticate(ctx)
+	if err != nil {
+		return err
+	}
 	reqs := make(chan R, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -51,7 +55,7 @@ func serveStream[R interface{ GetNode() *core.Node }](s *DiscoveryServer, ctx co
 			return err
 		case req := <-reqs:
 			if con == nil {
-				c, err := s.initConnection(ctx, req.GetNode(), delta)
+				c, err := s.initConnection(ctx, req.GetNode(), delta, ids)
 				if err != nil {
 					return err
 				}

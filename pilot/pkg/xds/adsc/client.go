@@ -36,6 +36,9 @@ type Config struct {
 	Delta bool
 	// NoAutoACK leaves ACKs to the caller.
 	NoAutoACK bool
+	// DialOptions replace the default plaintext transport (TLS
+	// credentials, per-RPC tokens).
+	DialOptions []grpc.DialOption
 }
 
 // Response is one checked response.
@@ -71,7 +74,11 @@ type Client struct {
 
 // Dial opens a stream to addr.
 func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts := cfg.DialOptions
+	if len(opts) == 0 {
+		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, err
 	}
