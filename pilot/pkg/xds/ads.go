@@ -40,6 +40,26 @@ type DiscoveryServer struct {
 
 	// auth authenticates streams over TLS (nil: none is).
 	auth AuthenticateFunc
+	// controlPlane identifies this istiod in every response.
+	controlPlane *core.ControlPlane
+}
+
+// SetControlPlane sets the identifier every response carries (Istio's JSON
+// of component, pod name and build info). Call before serving.
+func (s *DiscoveryServer) SetControlPlane(identifier string) {
+	s.controlPlane = &core.ControlPlane{Identifier: identifier}
+}
+
+// generateError ends the stream when a generator refuses the request with
+// a gRPC status (the debug types without authentication), and otherwise
+// logs the failure and sends nothing.
+func generateError(con *Connection, t string, err error) error {
+	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
+		adsLog.Warnf("%s: %s refused: %v", con.ID, ShortType(t), err)
+		return err
+	}
+	adsLog.Warnf("%s: generating %s: %v", con.ID, ShortType(t), err)
+	return nil
 }
 
 // NewDiscoveryServer returns a server with no generators and no snapshot.
@@ -251,8 +271,7 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 	req = s.withPush(req)
 	g, err := gen.Generate(con.proxy, wc, req)
 	if err != nil {
-		adsLog.Warnf("%s: generating %s: %v", con.ID, ShortType(t), err)
-		return nil
+		return generateError(con, t, err)
 	}
 	res, held := g.Resources, heldSet(g.Held)
 	if isWildcardType(t) && len(held) > 0 {
@@ -260,7 +279,7 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 		// response deletes it: resend the copy the proxy holds
 		res = withHeldCopies(res, wc.last, held)
 	}
-	resp := &discovery.DiscoveryResponse{TypeUrl: t, VersionInfo: req.Push.PushVersion(), Nonce: nonce()}
+	resp := &discovery.DiscoveryResponse{TypeUrl: t, VersionInfo: req.Push.PushVersion(), Nonce: nonce(), ControlPlane: s.controlPlane}
 	size := 0
 	for _, r := range res {
 		resp.Resources = append(resp.Resources, r.Resource)
@@ -274,6 +293,7 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 	if w := con.watched[t]; w != nil {
 		w.NonceSent = resp.Nonce
 		w.VersionSent = resp.VersionInfo
+		w.LastSent = time.Now()
 		w.Held = held
 		if isWildcardType(t) {
 			w.last = res

@@ -134,10 +134,9 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 	req = s.withPush(req)
 	g, err := gen.Generate(con.proxy, wc, req)
 	if err != nil {
-		adsLog.Warnf("%s: generating %s: %v", con.ID, ShortType(t), err)
-		return nil
+		return generateError(con, t, err)
 	}
-	resp := &discovery.DeltaDiscoveryResponse{TypeUrl: t, SystemVersionInfo: req.Push.PushVersion()}
+	resp := &discovery.DeltaDiscoveryResponse{TypeUrl: t, SystemVersionInfo: req.Push.PushVersion(), ControlPlane: s.controlPlane}
 	current := make(map[string]string, len(g.Resources))
 	size := 0
 	for _, r := range g.Resources {
@@ -169,6 +168,7 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 	if w := con.watched[t]; w != nil {
 		w.NonceSent = resp.Nonce
 		w.VersionSent = req.Push.PushVersion()
+		w.LastSent = time.Now()
 		w.Sent = current
 		w.Held = held
 	}

@@ -3,6 +3,7 @@ package xds
 import (
 	"maps"
 	"sync"
+	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
@@ -59,6 +60,8 @@ type WatchedResource struct {
 	// LastNACK is the error detail of the last rejected response ("" when
 	// the last response was accepted).
 	LastNACK string
+	// LastSent is when the last response of the type was sent.
+	LastSent time.Time
 	// Sent holds, for delta streams, the version of every resource the
 	// client holds.
 	Sent map[string]string

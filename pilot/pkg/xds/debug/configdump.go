@@ -1,6 +1,8 @@
 package debug
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
@@ -12,43 +14,22 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 )
 
-// generate runs the proxy's generator of a type (see
-// xds.DiscoveryServer.GenerateFor), answering the request itself when the
-// proxy is missing or generation fails; ok is false then.
-func (d *Debug) generate(w http.ResponseWriter, proxyID string, typeURL string) ([]*discovery.Resource, bool) {
-	g, connected, err := d.opts.XDS.GenerateFor(proxyID, typeURL)
-	switch {
-	case !connected:
-		http.Error(w, "proxy "+proxyID+" is not connected", http.StatusNotFound)
-		return nil, false
-	case err != nil:
-		http.Error(w, "generating "+xds.ShortType(typeURL)+": "+err.Error(), http.StatusInternalServerError)
-		return nil, false
-	}
-	return g.Resources, true
-}
+// errNotConnected says no proxy of that ID is connected here.
+var errNotConnected = errors.New("not connected")
 
-func proxyID(w http.ResponseWriter, r *http.Request) (string, bool) {
-	id := r.URL.Query().Get("proxyID")
-	if id == "" {
-		http.Error(w, "proxyID=<pod>.<namespace> is required", http.StatusBadRequest)
-		return "", false
-	}
-	return id, true
-}
-
-// configDump serves /debug/config_dump?proxyID=<pod>.<ns>: what the proxy
-// would be sent now, in Envoy's ConfigDump shape.
-func (d *Debug) configDump(w http.ResponseWriter, r *http.Request) {
-	id, ok := proxyID(w, r)
-	if !ok {
-		return
-	}
+// configDump builds what the proxy would be sent now, in Envoy's
+// ConfigDump shape (clusters, listeners, routes, endpoints).
+func configDump(src XDSSource, proxyID string) (*adminv3.ConfigDump, error) {
 	gen := map[string][]*discovery.Resource{}
 	for _, t := range []string{xds.ClusterType, xds.ListenerType, xds.RouteType, xds.EndpointType} {
-		if gen[t], ok = d.generate(w, id, t); !ok {
-			return
+		g, connected, err := src.GenerateFor(proxyID, t)
+		switch {
+		case !connected:
+			return nil, fmt.Errorf("proxy %s is %w", proxyID, errNotConnected)
+		case err != nil:
+			return nil, fmt.Errorf("generating %s: %w", xds.ShortType(t), err)
 		}
+		gen[t] = g.Resources
 	}
 	clusters := &adminv3.ClustersConfigDump{}
 	for _, res := range gen[xds.ClusterType] {
@@ -71,10 +52,36 @@ func (d *Debug) configDump(w http.ResponseWriter, r *http.Request) {
 	for _, m := range []proto.Message{clusters, listeners, routes, endpoints} {
 		a, err := anypb.New(m)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
+			return nil, err
 		}
 		dump.Configs = append(dump.Configs, a)
+	}
+	return dump, nil
+}
+
+func proxyID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.URL.Query().Get("proxyID")
+	if id == "" {
+		http.Error(w, "proxyID=<pod>.<namespace> is required", http.StatusBadRequest)
+		return "", false
+	}
+	return id, true
+}
+
+// configDumpHandler serves /debug/config_dump?proxyID=<pod>.<ns>.
+func (d *Debug) configDumpHandler(w http.ResponseWriter, r *http.Request) {
+	id, ok := proxyID(w, r)
+	if !ok {
+		return
+	}
+	dump, err := configDump(d.opts.XDS, id)
+	switch {
+	case errors.Is(err, errNotConnected):
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
 	}
 	writeProto(w, dump)
 }
@@ -86,12 +93,17 @@ func (d *Debug) edsz(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, ok := d.generate(w, id, xds.EndpointType)
-	if !ok {
+	g, connected, err := d.opts.XDS.GenerateFor(id, xds.EndpointType)
+	switch {
+	case !connected:
+		http.Error(w, "proxy "+id+" is not connected", http.StatusNotFound)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	dump := &adminv3.EndpointsConfigDump{}
-	for _, res := range res {
+	for _, res := range g.Resources {
 		dump.DynamicEndpointConfigs = append(dump.DynamicEndpointConfigs, &adminv3.EndpointsConfigDump_DynamicEndpointConfig{EndpointConfig: res.Resource})
 	}
 	writeProto(w, dump)

@@ -82,7 +82,7 @@ func New(opts Options) *Debug {
 		d.add("adsz", "connected proxies, their metadata and watches", d.adsz)
 		d.add("syncz", "per proxy and type: what was sent and acknowledged", d.syncz)
 		d.add("connections", "connection IDs and peer addresses", d.connections)
-		d.add("config_dump", "what a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.configDump)
+		d.add("config_dump", "what a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.configDumpHandler)
 		d.add("edsz", "the endpoints a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.edsz)
 		d.add("push_status", "the problems the current push context found", d.pushStatus)
 		d.add("pushcontext", "what the current push context holds", d.pushContext)
