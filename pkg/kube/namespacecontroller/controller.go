@@ -60,7 +60,6 @@ type Controller struct {
 	queue      workqueue.TypedRateLimitingInterface[string]
 }
 
-
 // New builds a controller; Run starts it.
 func New(client kubernetes.Interface, opts Options) *Controller {
 	c := &Controller{client: client, opts: opts, root: opts.Root, crl: opts.CRL,

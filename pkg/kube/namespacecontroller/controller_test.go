@@ -15,7 +15,9 @@ import (
 	nc "github.com/meshplane/istiod/pkg/kube/namespacecontroller"
 )
 
-func ns(name string) *corev1.Namespace { return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+func ns(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
 
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
