@@ -59,6 +59,7 @@ type daemon struct {
 	cmd        *exec.Cmd
 	http, mon  string
 	grpc       string
+	secure     string
 	logMu      sync.Mutex
 	log        strings.Builder
 	exited     chan struct{}
@@ -101,8 +102,11 @@ func startProcess(tb testing.TB, d *daemon, args ...string) {
 	if d.grpc == "" {
 		d.grpc = "127.0.0.1:0"
 	}
+	if d.secure == "" {
+		d.secure = "127.0.0.1:0"
+	}
 	all := append([]string{"discovery", "--httpAddr", d.http, "--monitoringAddr", d.mon,
-		"--grpcAddr", d.grpc, "--fileResync", "1h"}, args...)
+		"--grpcAddr", d.grpc, "--secureGRPCAddr", d.secure, "--fileResync", "1h"}, args...)
 	d.cmd = exec.Command(binary, all...)
 	d.cmd.Stdout = lockedWriter{d}
 	d.cmd.Stderr = lockedWriter{d}

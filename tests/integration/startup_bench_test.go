@@ -111,6 +111,7 @@ func BenchmarkKubeStartup5k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		httpAddr, monAddr := freeAddr(b), freeAddr(b)
 		cmd := exec.Command(bin, "discovery", "--kubeconfig", env.Kubeconfig, "--httpAddr", httpAddr, "--monitoringAddr", monAddr,
+			"--grpcAddr", freeAddr(b), "--secureGRPCAddr", freeAddr(b),
 			"--meshConfig", "/nonexistent", "--networksConfig", "/nonexistent", "-n", "istio-system",
 			"--log_output_level", "default:warn,kube:warn,mesh:warn,bootstrap:info")
 		logs := &syncBuffer{}

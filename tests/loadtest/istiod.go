@@ -62,7 +62,7 @@ type daemon struct {
 // startIstiod runs the binary on configDir with free loopback ports; its
 // output goes to a log file. The process is killed if the tool dies.
 func startIstiod(bin, configDir, meshFile, logPath string) (*daemon, error) {
-	var addrs [3]string
+	var addrs [4]string
 	for i := range addrs {
 		a, err := freeAddr()
 		if err != nil {
@@ -76,7 +76,7 @@ func startIstiod(bin, configDir, meshFile, logPath string) (*daemon, error) {
 	}
 	d := &daemon{http: addrs[0], grpc: addrs[2], logPath: logPath, exited: make(chan struct{})}
 	d.cmd = exec.Command(bin, "discovery", "--configDir", configDir, "--meshConfig", meshFile,
-		"--httpAddr", addrs[0], "--monitoringAddr", addrs[1], "--grpcAddr", addrs[2], "--fileResync", "1h")
+		"--httpAddr", addrs[0], "--monitoringAddr", addrs[1], "--grpcAddr", addrs[2], "--secureGRPCAddr", addrs[3], "--fileResync", "1h")
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {

@@ -17,7 +17,7 @@ func startFileServer(t *testing.T) *bootstrap.Server {
 	args.ConfigDir = "../../../manifests/examples/bookinfo"
 	args.MeshConfigFile = "../../../manifests/examples/mesh.yaml"
 	args.NetworksConfigFile = filepath.Join(t.TempDir(), "no-networks-file")
-	args.HTTPAddr, args.MonitoringAddr, args.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	args.HTTPAddr, args.MonitoringAddr, args.GRPCAddr, args.SecureGRPCAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	args.ShutdownDuration = 5 * time.Second
 	srv, err := bootstrap.NewServer(args)
 	if err != nil {
