@@ -6,6 +6,7 @@ import (
 
 	"github.com/meshplane/istiod/pkg/config/mesh/kubemesh"
 	"github.com/meshplane/istiod/pkg/config/schema/gvr"
+	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/kube"
 	"github.com/meshplane/istiod/pkg/kube/namespace"
 )
@@ -49,6 +50,11 @@ func (s *Server) waitForConfigMap(src *kubemesh.ConfigMapSource) {
 	t := time.AfterFunc(time.Minute, func() { close(stop) })
 	defer t.Stop()
 	if !src.WaitUntilSynced(mergeStop(stop, s.internalStop)) {
+		if err := src.Err(); err != nil {
+			s.problems.Report("bootstrap", "mesh ConfigMap", []diag.Problem{{Severity: diag.Error, Object: "ConfigMap",
+				Message: "cannot watch the mesh ConfigMap: " + err.Error()}})
+			return
+		}
 		scope.Warnf("mesh ConfigMap not read within a minute; using defaults until it is")
 	}
 }
@@ -78,7 +84,13 @@ func (s *Server) initNamespaceFilter() {
 	}
 	s.nsFilter = namespace.NewDiscoveryFilter(inf, s.mesh.Mesh())
 	s.mesh.AddMeshHandler(func() { s.nsFilter.SetMesh(s.mesh.Mesh()) })
-	s.namespaceSynced = inf.HasSynced
+	// synced when the filter has seen the initial namespaces, not merely
+	// when the informer listed them
+	s.namespaceSynced = s.nsFilter.HasSynced
+	if err := s.nsFilter.Err(); err != nil {
+		s.problems.Report("bootstrap", "namespaces", []diag.Problem{{Severity: diag.Error, Object: "Namespaces",
+			Message: "cannot filter namespaces by discoverySelectors: " + err.Error()}})
+	}
 }
 
 // HasSynced reports whether every source and informer has synced.
