@@ -28,6 +28,7 @@ crds:
 # Real kube-apiserver and etcd for integration tests, built once per machine into ~/.cache.
 testbin:
 	./hack/testbin.sh
+	./hack/istiobin.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
