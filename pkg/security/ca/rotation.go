@@ -24,7 +24,7 @@ func RootRotationDue(root *x509.Certificate, now time.Time, gracePercentile int)
 	}
 	grace := time.Duration(float64(root.NotAfter.Sub(root.NotBefore)) * float64(gracePercentile) / 100)
 	wait = toExpiry - grace
-	if wait < 0 {
+	if wait <= 0 { // Istio rotates unless the wait is positive
 		return true, 0
 	}
 	return false, wait

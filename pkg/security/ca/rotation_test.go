@@ -26,8 +26,8 @@ func TestRootRotationDue(t *testing.T) {
 	}{
 		{0, 20, false, 80 * time.Hour},
 		{79 * time.Hour, 20, false, time.Hour},
-		{80 * time.Hour, 20, false, 0}, // the window opens after exactly 80%
-		{80*time.Hour + time.Second, 20, true, 0},
+		{80*time.Hour - time.Second, 20, false, time.Second},
+		{80 * time.Hour, 20, true, 0}, // the window opens at exactly 80%
 		{99 * time.Hour, 20, true, 0},
 		{101 * time.Hour, 20, true, 0}, // expired
 		{49 * time.Hour, 50, false, time.Hour},
@@ -187,7 +187,7 @@ func TestRunChecksEveryInterval(t *testing.T) {
 			t.Fatalf("check %d: waiters %v", i, w)
 		}
 		fc.Advance(time.Hour)
-		if i == 9 { // 9h > 80% of 10h
+		if i == 8 { // 8h is 80% of 10h
 			<-rotated
 		}
 	}
@@ -197,8 +197,8 @@ func TestRunChecksEveryInterval(t *testing.T) {
 		t.Fatal("rotated twice")
 	default:
 	}
-	if !mustRoot(t, c).NotBefore.Equal(epoch.Add(9 * time.Hour)) {
-		t.Fatalf("root not rotated at 9h: %v", mustRoot(t, c).NotBefore)
+	if !mustRoot(t, c).NotBefore.Equal(epoch.Add(8 * time.Hour)) {
+		t.Fatalf("root not rotated at 8h: %v", mustRoot(t, c).NotBefore)
 	}
 	close(stop)
 	<-done
