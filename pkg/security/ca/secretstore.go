@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 const (
@@ -24,6 +25,8 @@ type SecretClient interface {
 	Create(ctx context.Context, secret *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error)
 	Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error)
 }
+
+var _ SecretClient = (typedcorev1.SecretInterface)(nil)
 
 // SecretStore keeps the root in Secret <namespace>/istio-ca-secret, shaped
 // as Istio's: type istio.io/ca-root, keys ca-cert.pem, ca-key.pem,
