@@ -108,6 +108,8 @@ func startProcess(tb testing.TB, d *daemon, args ...string) {
 	all := append([]string{"discovery", "--httpAddr", d.http, "--monitoringAddr", d.mon,
 		"--grpcAddr", d.grpc, "--secureGRPCAddr", d.secure, "--fileResync", "1h"}, args...)
 	d.cmd = exec.Command(binary, all...)
+	// the CA keeps its root in a directory of the test, not the working directory
+	d.cmd.Env = append(os.Environ(), "ISTIOD_CA_DIR="+filepath.Join(tb.TempDir(), "ca"))
 	d.cmd.Stdout = lockedWriter{d}
 	d.cmd.Stderr = lockedWriter{d}
 	if err := d.cmd.Start(); err != nil {

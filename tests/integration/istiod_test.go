@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshplane/istiod/pilot/pkg/bootstrap"
+	"github.com/meshplane/istiod/pkg/kube/leaderelection"
 	"github.com/meshplane/istiod/tests/kube"
 
 	"github.com/meshplane/istiod/tests/testproc"
@@ -43,6 +44,7 @@ func startIstiod(t *testing.T, env *kube.Env, ns string, opts ...option) *istiod
 	args.MeshConfigFile = filepath.Join(t.TempDir(), "no-mesh-file")
 	args.NetworksConfigFile = filepath.Join(t.TempDir(), "no-networks-file")
 	args.ShutdownDuration = 5 * time.Second
+	args.Security.LeaderElection = leaderelection.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(&args)
 	}

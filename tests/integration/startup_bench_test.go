@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,7 @@ func BenchmarkKubeStartup5k(b *testing.B) {
 			"--grpcAddr", freeAddr(b), "--secureGRPCAddr", freeAddr(b),
 			"--meshConfig", "/nonexistent", "--networksConfig", "/nonexistent", "-n", "istio-system",
 			"--log_output_level", "default:warn,kube:warn,mesh:warn,bootstrap:info")
+		cmd.Env = append(os.Environ(), "ISTIOD_CA_DIR="+filepath.Join(b.TempDir(), "ca"))
 		logs := &syncBuffer{}
 		cmd.Stdout, cmd.Stderr = logs, logs
 		begin := time.Now()

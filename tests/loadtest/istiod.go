@@ -78,6 +78,7 @@ func startIstiod(bin, configDir, meshFile, logPath string) (*daemon, error) {
 	d.cmd = exec.Command(bin, "discovery", "--configDir", configDir, "--meshConfig", meshFile,
 		"--httpAddr", addrs[0], "--monitoringAddr", addrs[1], "--grpcAddr", addrs[2], "--secureGRPCAddr", addrs[3], "--fileResync", "1h")
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.Env = append(os.Environ(), "ISTIOD_CA_DIR="+filepath.Join(filepath.Dir(logPath), "ca"))
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()

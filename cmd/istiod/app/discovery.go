@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -70,6 +71,9 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 	if err := debounceFromEnv(a); err != nil {
 		return err
 	}
+	if err := securityFromEnv(&a.Security); err != nil {
+		return err
+	}
 	if v := os.Getenv("PILOT_ENABLE_GATEWAY_API"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -78,6 +82,45 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 		a.EnableGatewayAPI = b
 	}
 	return nil
+}
+
+// securityFromEnv reads the CA settings.
+func securityFromEnv(o *bootstrap.SecurityOptions) error {
+	if v := os.Getenv("ISTIOD_CA_DIR"); v != "" {
+		o.CADir = v
+	}
+	if v := os.Getenv("ROOT_CA_DIR"); v != "" {
+		o.PluggedCertDir = v
+	}
+	for _, d := range []struct {
+		env string
+		dst *time.Duration
+	}{{"DEFAULT_WORKLOAD_CERT_TTL", &o.DefaultCertTTL}, {"MAX_WORKLOAD_CERT_TTL", &o.MaxCertTTL}} {
+		if v := os.Getenv(d.env); v != "" {
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return fmt.Errorf("%s=%q: want a positive duration", d.env, v)
+			}
+			*d.dst = dur
+		}
+	}
+	if v := os.Getenv("ISTIOD_CUSTOM_HOST"); v != "" {
+		o.CustomHosts = splitList(v)
+	}
+	if v := os.Getenv("TOKEN_AUDIENCES"); v != "" {
+		o.TokenAudiences = splitList(v)
+	}
+	return nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // debounceFromEnv reads the push debounce settings.

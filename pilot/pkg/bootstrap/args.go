@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/meshplane/istiod/pilot/pkg/xds/pushengine"
+	"github.com/meshplane/istiod/pkg/kube/leaderelection"
 )
 
 // PilotArgs are the settings of `istiod discovery`, read once from flags and
@@ -53,6 +54,29 @@ type PilotArgs struct {
 	Debounce pushengine.DebounceOptions
 	// PushThrottle bounds concurrent pushes (PILOT_PUSH_THROTTLE, 0: automatic).
 	PushThrottle int
+	// Security configures the CA and the TLS xDS port.
+	Security SecurityOptions
+}
+
+// SecurityOptions configure the CA and the TLS port (environment, read
+// once by the command).
+type SecurityOptions struct {
+	// CADir keeps the self-signed root when there is no cluster
+	// (ISTIOD_CA_DIR, ours; default ./var/run/secrets/istiod/ca).
+	CADir string
+	// PluggedCertDir holds a plugged-in CA (ROOT_CA_DIR, ./etc/cacerts).
+	PluggedCertDir string
+	// DefaultCertTTL and MaxCertTTL of workload certificates
+	// (DEFAULT_WORKLOAD_CERT_TTL 24h, MAX_WORKLOAD_CERT_TTL 90 days).
+	DefaultCertTTL, MaxCertTTL time.Duration
+	// CustomHosts are more SANs of istiod's serving certificate
+	// (ISTIOD_CUSTOM_HOST, comma-separated; an IP becomes an IP SAN).
+	CustomHosts []string
+	// TokenAudiences a service account token must be valid for
+	// (TOKEN_AUDIENCES, default istio-ca).
+	TokenAudiences []string
+	// LeaderElection is how the leader Leases are held (zero: Istio's).
+	LeaderElection leaderelection.Timing
 }
 
 // KeepaliveOptions of the gRPC server.
@@ -88,7 +112,12 @@ func DefaultArgs() PilotArgs {
 		},
 		Profile:          true,
 		ShutdownDuration: 10 * time.Second,
-		FileResync:       30 * time.Second,
-		Debounce:         pushengine.DefaultDebounceOptions(),
+		Security: SecurityOptions{
+			CADir:          "./var/run/secrets/istiod/ca",
+			PluggedCertDir: "./etc/cacerts",
+			TokenAudiences: []string{"istio-ca"},
+		},
+		FileResync: 30 * time.Second,
+		Debounce:   pushengine.DefaultDebounceOptions(),
 	}
 }

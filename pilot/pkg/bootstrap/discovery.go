@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 
@@ -36,6 +37,7 @@ func (s *Server) initDiscovery() {
 	})
 	d.server = xds.NewDiscoveryServer()
 	d.server.SetPushThrottle(s.args.PushThrottle)
+	d.server.SetControlPlane(controlPlaneID(s.args.PodName))
 	gens := &generators.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate}
 	// config that is never sent, or that proxies reject, is not silent
 	s.problems.AddProvider(d.server.Problems)
@@ -66,7 +68,7 @@ func (s *Server) initDiscovery() {
 func (s *Server) startDiscovery() error {
 	l, err := s.serveGRPC(s.discovery.grpc, s.args.GRPCAddr)
 	if err != nil {
-		return err
+		return fmt.Errorf("--grpcAddr %v", err)
 	}
 	s.discovery.listener = l
 	s.wg.Add(1)

@@ -14,10 +14,10 @@ import (
 // connections are closed after MaxServerConnectionAge (plus grace) so proxies
 // rebalance across istiod replicas. Connections are mostly idle between
 // pushes, so they share write buffers instead of holding one each.
-func newGRPCServer(k KeepaliveOptions) *grpc.Server {
-	return grpc.NewServer(
+func newGRPCServer(k KeepaliveOptions, extra ...grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxConcurrentStreams(100000),
-		grpc.MaxRecvMsgSize(4<<20),
+		grpc.MaxRecvMsgSize(4 << 20),
 		grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:                  k.Time,
@@ -26,14 +26,14 @@ func newGRPCServer(k KeepaliveOptions) *grpc.Server {
 			MaxConnectionAgeGrace: k.MaxServerConnectionAgeGrace,
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
-	)
+	}, extra...)...)
 }
 
 // serveGRPC binds addr and serves g until Shutdown.
 func (s *Server) serveGRPC(g *grpc.Server, addr string) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--grpcAddr %s: %v", addr, err)
+		return nil, fmt.Errorf("%s: %v", addr, err)
 	}
 	scope.Infof("xDS gRPC server listening on %s", l.Addr())
 	s.wg.Add(1)

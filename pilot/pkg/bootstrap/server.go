@@ -44,6 +44,7 @@ type Server struct {
 
 	kubeClient kube.Client // nil without a cluster
 	nsFilter   *namespace.DiscoveryFilter
+	secure     *secure
 	meshCM     *kubemesh.ConfigMapSource
 	sharedCM   *kubemesh.ConfigMapSource
 	// namespaceSynced reports the namespace informer's sync (nil without a cluster)
@@ -83,6 +84,9 @@ func NewServer(args PilotArgs) (*Server, error) {
 		return nil, err
 	}
 	s.initDiscovery()
+	if err := s.initSecurity(); err != nil {
+		return nil, err
+	}
 	s.initServers()
 	initMetrics()
 	return s, nil
@@ -278,6 +282,9 @@ func (s *Server) Start() error {
 			scope.Infof("config sources synced in %v", time.Since(start).Round(time.Millisecond))
 		}
 	}()
+	if err := s.startSecurity(); err != nil {
+		return err
+	}
 	return s.startDiscovery()
 }
 
@@ -324,6 +331,9 @@ func (s *Server) Shutdown() {
 	}
 	// drain xDS streams: proxies reconnect to another replica
 	stopGRPC(s.discovery.grpc, s.args.ShutdownDuration)
+	if s.secure != nil {
+		stopGRPC(s.secure.grpc, s.args.ShutdownDuration)
+	}
 	s.stopOnce.Do(func() { close(s.internalStop) })
 	s.wg.Wait()
 }

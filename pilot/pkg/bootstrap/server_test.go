@@ -19,6 +19,7 @@ func startFileServer(t *testing.T) *bootstrap.Server {
 	args.NetworksConfigFile = filepath.Join(t.TempDir(), "no-networks-file")
 	args.HTTPAddr, args.MonitoringAddr, args.GRPCAddr, args.SecureGRPCAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	args.ShutdownDuration = 5 * time.Second
+	args.Security.CADir = filepath.Join(t.TempDir(), "ca")
 	srv, err := bootstrap.NewServer(args)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,189 @@
+package bootstrap
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	xdsdebug "github.com/meshplane/istiod/pilot/pkg/xds/debug"
+	"github.com/meshplane/istiod/pkg/kube/leaderelection"
+	"github.com/meshplane/istiod/pkg/kube/namespacecontroller"
+	"github.com/meshplane/istiod/pkg/security"
+	"github.com/meshplane/istiod/pkg/security/authenticate"
+	"github.com/meshplane/istiod/pkg/security/ca"
+	caserver "github.com/meshplane/istiod/pkg/security/server"
+	"github.com/meshplane/istiod/pkg/version"
+)
+
+// secure is the CA and the TLS port: the certificate service and ADS over
+// TLS (--secureGRPCAddr), the root published to every namespace.
+type secure struct {
+	ca       *ca.CA
+	serving  *ca.ServingCertHolder
+	grpc     *grpc.Server
+	listener net.Listener
+	auths    []security.Authenticator
+	nsc      *namespacecontroller.Controller
+	election *leaderelection.Election
+}
+
+// initSecurity builds the CA (plugged-in files, else the istio-ca-secret
+// Secret in a cluster, else a directory), istiod's serving certificate, the
+// authenticators (client certificate, then Kubernetes token) and the TLS
+// gRPC server that serves the CA and ADS. An empty --secureGRPCAddr turns
+// all of it off, as in pilot-discovery.
+func (s *Server) initSecurity() error {
+	if s.args.SecureGRPCAddr == "" {
+		return nil
+	}
+	opts := s.args.Security
+	store := ca.Store(ca.NewDirStore(opts.CADir))
+	if s.kubeClient != nil {
+		store = ca.NewSecretStore(s.kubeClient.Kube().CoreV1().Secrets(s.args.Namespace), s.args.Namespace)
+	}
+	trustDomain := s.mesh.Mesh().GetTrustDomain()
+	var authority *ca.CA
+	err := retry(s.internalStop, time.Minute, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		authority, err = ca.New(ctx, ca.Options{TrustDomain: trustDomain, DefaultCertTTL: opts.DefaultCertTTL,
+			MaxCertTTL: opts.MaxCertTTL, PluggedCertDir: opts.PluggedCertDir, Store: store})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sans := ca.ServingCertSANs(s.args.Namespace, s.args.Revision, "", opts.CustomHosts)
+	scope.Infof("Discover server subject alt names: %v", sans)
+	dnsNames, ips := ca.SplitHosts(sans)
+	holder, err := ca.NewServingCertHolder(authority, dnsNames, ips)
+	if err != nil {
+		return fmt.Errorf("istiod serving certificate: %v", err)
+	}
+	sec := &secure{ca: authority, serving: holder, auths: []security.Authenticator{authenticate.NewClientCertAuthenticator()}}
+	if s.kubeClient != nil {
+		sec.auths = append(sec.auths, authenticate.NewKubeJWTAuthenticator(authenticate.KubeJWTOptions{
+			Client: s.kubeClient.Kube(), TrustDomainFunc: func() string { return s.mesh.Mesh().GetTrustDomain() },
+			Audiences: opts.TokenAudiences, ClusterID: s.args.ClusterID}))
+	}
+	sec.grpc = newGRPCServer(s.args.Keepalive, grpc.Creds(credentials.NewTLS(ca.ServerTLSConfig(authority, holder))))
+	caserver.New(caserver.Options{CA: authority, Authenticators: sec.auths}).Register(sec.grpc)
+	d := s.discovery.server
+	d.Register(sec.grpc)
+	d.SetAuthenticator(func(ctx context.Context) ([]string, error) {
+		c, err := security.Authenticate(ctx, sec.auths)
+		if err != nil {
+			return nil, err
+		}
+		return c.Identities, nil
+	})
+	(&xdsdebug.XDSGenerators{Server: d, SystemNamespace: s.args.Namespace}).Register()
+	if s.kubeClient != nil {
+		s.initRootCertPublisher(sec)
+	}
+	s.secure = sec
+	return nil
+}
+
+// initRootCertPublisher writes istio-ca-root-cert (and istio-ca-crl) into
+// every served namespace while this replica leads Istio's namespace
+// controller Lease, and again whenever the root changes.
+func (s *Server) initRootCertPublisher(sec *secure) {
+	var filter func(string) bool
+	if s.nsFilter != nil {
+		filter = s.nsFilter.Filter
+	}
+	sec.nsc = namespacecontroller.New(s.kubeClient.Kube(), namespacecontroller.Options{Filter: filter, Root: sec.ca.RootCertPEM()})
+	if s.nsFilter != nil {
+		s.nsFilter.AddHandler(sec.nsc.ResyncAll)
+	}
+	sec.ca.OnRootChange(func() { sec.nsc.SetRoot(sec.ca.RootCertPEM()) })
+	id := s.args.PodName
+	if id == "" {
+		id, _ = os.Hostname()
+	}
+	sec.election = leaderelection.New(s.kubeClient.Kube(), s.args.Namespace, leaderelection.NamespaceController, id, s.args.Security.LeaderElection)
+	sec.election.AddRunFunction(sec.nsc.Run)
+}
+
+// startSecurity binds --secureGRPCAddr and starts the root rotation and
+// the leader election.
+func (s *Server) startSecurity() error {
+	sec := s.secure
+	if sec == nil {
+		return nil
+	}
+	l, err := s.serveGRPC(sec.grpc, s.args.SecureGRPCAddr)
+	if err != nil {
+		return fmt.Errorf("--secureGRPCAddr: %v", err)
+	}
+	sec.listener = l
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		sec.ca.Run(s.internalStop)
+	}()
+	if sec.election != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			sec.election.Run(s.internalStop)
+		}()
+	}
+	return nil
+}
+
+// SecureGRPCAddr is the bound TLS xDS and CA address ("" when disabled).
+func (s *Server) SecureGRPCAddr() string {
+	if s.secure == nil || s.secure.listener == nil {
+		return ""
+	}
+	return s.secure.listener.Addr().String()
+}
+
+// CA returns the certificate authority (nil when the TLS port is off).
+func (s *Server) CA() *ca.CA {
+	if s.secure == nil {
+		return nil
+	}
+	return s.secure.ca
+}
+
+// controlPlaneID is the identifier every xDS response carries, in Istio's
+// JSON shape.
+func controlPlaneID(podName string) string {
+	v := version.Get()
+	b, _ := json.Marshal(map[string]any{"Component": "istiod", "ID": podName, "Info": map[string]string{
+		"version": v.Version, "revision": v.GitRevision, "golang_version": v.GoVersion, "status": v.BuildStatus, "tag": v.Version}})
+	return string(b)
+}
+
+// retry calls f until it succeeds, stop closes or max has passed (the API
+// server may not answer yet when istiod starts).
+func retry(stop <-chan struct{}, max time.Duration, f func() error) error {
+	deadline := time.Now().Add(max)
+	wait := 100 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		scope.Warnf("%v (retrying in %v)", err, wait)
+		select {
+		case <-stop:
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
