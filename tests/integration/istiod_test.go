@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +22,9 @@ import (
 
 // istiod is an in-process control plane pointed at a test API server.
 type istiod struct {
-	t   *testing.T
-	srv *bootstrap.Server
+	t        *testing.T
+	srv      *bootstrap.Server
+	stopOnce sync.Once
 }
 
 type option func(*bootstrap.PilotArgs)
@@ -44,6 +47,7 @@ func startIstiod(t *testing.T, env *kube.Env, ns string, opts ...option) *istiod
 	args.MeshConfigFile = filepath.Join(t.TempDir(), "no-mesh-file")
 	args.NetworksConfigFile = filepath.Join(t.TempDir(), "no-networks-file")
 	args.ShutdownDuration = 5 * time.Second
+	args.PodName = fmt.Sprintf("istiod-%d", istiodCount.Add(1))
 	args.Security.LeaderElection = leaderelection.Timing{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(&args)
@@ -64,7 +68,11 @@ func startIstiod(t *testing.T, env *kube.Env, ns string, opts ...option) *istiod
 	return d
 }
 
-func (d *istiod) stop() { d.srv.Shutdown() }
+func (d *istiod) stop() { d.stopOnce.Do(d.srv.Shutdown) }
+
+// istiodCount names the in-process replicas (their pod names, the Lease
+// identities), so that two of them are two replicas.
+var istiodCount atomic.Int32
 
 func (d *istiod) get(path string) (int, []byte) {
 	resp, err := http.Get("http://" + d.srv.HTTPAddr() + path)

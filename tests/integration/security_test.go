@@ -204,3 +204,51 @@ func dialSecureADS(t *testing.T, addr string, roots *x509.CertPool, istiodNS, to
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// Two replicas on one API server share one root (the istio-ca-secret one
+// of them created) and one ConfigMap writer: the Lease holder. When it
+// stops, the other takes over and repairs what changed meanwhile.
+func TestTwoReplicasShareRootAndWriter(t *testing.T) {
+	env := kube.Shared(t)
+	ns := env.NewNamespace(t, nil).Name
+	app := env.NewNamespace(t, nil).Name
+	first := startIstiod(t, env, ns)
+	second := startIstiod(t, env, ns)
+	if a, b := string(first.srv.CA().RootCertPEM()), string(second.srv.CA().RootCertPEM()); a != b {
+		t.Fatal("the replicas minted two roots")
+	}
+	secret, err := env.Kube.CoreV1().Secrets(ns).Get(registryCtx, "istio-ca-secret", metav1.GetOptions{})
+	if err != nil || secret.Type != "istio.io/ca-root" || string(secret.Data["root-cert.pem"]) != string(first.srv.CA().RootCertPEM()) {
+		t.Fatalf("istio-ca-secret: %v %v", err, secret)
+	}
+	_, rootPEM := publishedRoot(t, env, app)
+	if rootPEM != string(first.srv.CA().RootCertPEM()) {
+		t.Fatal("the published root is not the CA's")
+	}
+	lease, err := env.Kube.CoordinationV1().Leases(ns).Get(registryCtx, "istio-namespace-controller-election", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil {
+		t.Fatalf("lease: %v %v", err, lease)
+	}
+	holder := *lease.Spec.HolderIdentity
+	leader, follower := first, second
+	if second.srv.IsNamespaceControllerLeader() {
+		leader, follower = second, first
+	}
+	if leader.srv.IsNamespaceControllerLeader() == follower.srv.IsNamespaceControllerLeader() {
+		t.Fatal("not exactly one leader")
+	}
+	leader.stop()
+	if err := env.Kube.CoreV1().ConfigMaps(app).Delete(registryCtx, "istio-ca-root-cert", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, again := publishedRoot(t, env, app); again != rootPEM {
+		t.Fatal("the new leader wrote another root")
+	}
+	if !follower.srv.IsNamespaceControllerLeader() {
+		t.Error("the remaining replica does not lead")
+	}
+	if lease, err = env.Kube.CoordinationV1().Leases(ns).Get(registryCtx, "istio-namespace-controller-election", metav1.GetOptions{}); err != nil ||
+		lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == holder {
+		t.Errorf("lease still held by %s", holder)
+	}
+}

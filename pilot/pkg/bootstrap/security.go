@@ -148,6 +148,12 @@ func (s *Server) SecureGRPCAddr() string {
 	return s.secure.listener.Addr().String()
 }
 
+// IsNamespaceControllerLeader reports whether this replica writes the root
+// ConfigMaps now.
+func (s *Server) IsNamespaceControllerLeader() bool {
+	return s.secure != nil && s.secure.election != nil && s.secure.election.IsLeader()
+}
+
 // CA returns the certificate authority (nil when the TLS port is off).
 func (s *Server) CA() *ca.CA {
 	if s.secure == nil {
