@@ -203,7 +203,7 @@ func (s *Server) initConfigController() error {
 }
 
 func (s *Server) initServers() {
-	debug := xdsdebug.New(xdsdebug.Options{
+	opts := xdsdebug.Options{
 		Store:       s.store,
 		Mesh:        s.Mesh,
 		Collections: s.krtDebug,
@@ -212,7 +212,11 @@ func (s *Server) initServers() {
 		Registry:    s.services,
 		XDS:         s.discovery.server,
 		Pushz:       s.pushzHandler(),
-	})
+	}
+	if c := s.CA(); c != nil {
+		opts.CA = c
+	}
+	debug := xdsdebug.New(opts)
 	httpMux := http.NewServeMux()
 	httpMux.HandleFunc("/ready", s.ready)
 	debug.Install(httpMux)

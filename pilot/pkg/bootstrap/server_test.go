@@ -1,7 +1,9 @@
 package bootstrap_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -73,5 +75,50 @@ func TestShutdownWaitsForThePushEngine(t *testing.T) {
 	case <-srv.PushEngine().Done():
 	default:
 		t.Fatal("Shutdown returned while the push engine was still running")
+	}
+}
+
+// Without a cluster the CA keeps its root in its directory, shows it on
+// /debug/ca, and a restart on the same directory keeps the same root.
+func TestRootWithoutClusterIsAFileAndOnDebug(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ca")
+	start := func() (*bootstrap.Server, string) {
+		args := bootstrap.DefaultArgs()
+		args.ConfigDir = "../../../manifests/examples/bookinfo"
+		args.MeshConfigFile = "../../../manifests/examples/mesh.yaml"
+		args.NetworksConfigFile = filepath.Join(t.TempDir(), "no-networks-file")
+		args.HTTPAddr, args.MonitoringAddr, args.GRPCAddr, args.SecureGRPCAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+		args.Security.CADir = dir
+		srv, err := bootstrap.NewServer(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get("http://" + srv.HTTPAddr() + "/debug/ca")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var doc struct {
+			TrustDomain string `json:"trustDomain"`
+			RootCert    string `json:"rootCert"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || doc.TrustDomain != "cluster.local" || doc.RootCert == "" {
+			t.Fatalf("/debug/ca: %v %+v", err, doc)
+		}
+		return srv, doc.RootCert
+	}
+	srv, root := start()
+	file, err := os.ReadFile(filepath.Join(dir, "root-cert.pem"))
+	if err != nil || string(file) != root {
+		t.Fatalf("root file: %v (equal to /debug/ca: %v)", err, string(file) == root)
+	}
+	srv.Shutdown()
+	srv2, root2 := start()
+	defer srv2.Shutdown()
+	if root2 != root {
+		t.Error("a restart minted another root")
 	}
 }

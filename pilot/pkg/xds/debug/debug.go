@@ -2,12 +2,14 @@ package debug
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"sort"
 	"strings"
+	"time"
 
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
@@ -42,6 +44,16 @@ type Options struct {
 	XDS XDSSource
 	// Pushz serves /debug/pushz (the push engine's record; nil: not served).
 	Pushz http.HandlerFunc
+	// CA is the certificate authority (/debug/ca; nil: not served).
+	CA CASource
+}
+
+// CASource is what /debug/ca shows of the certificate authority.
+type CASource interface {
+	TrustDomain() string
+	SelfSigned() bool
+	RootCertPEM() []byte
+	RootCerts() []*x509.Certificate
 }
 
 // XDSSource is what the xDS debug endpoints read: copies of the ADS
@@ -86,6 +98,9 @@ func New(opts Options) *Debug {
 		d.add("edsz", "the endpoints a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.edsz)
 		d.add("push_status", "the problems the current push context found", d.pushStatus)
 		d.add("pushcontext", "what the current push context holds", d.pushContext)
+	}
+	if opts.CA != nil {
+		d.add("ca", "the certificate authority: trust domain, root certificate (PEM) and its expiry", d.ca)
 	}
 	if opts.Pushz != nil {
 		d.add("pushz", "recent pushes and suppressed updates", opts.Pushz)
@@ -252,4 +267,24 @@ func writeJSON(w http.ResponseWriter, _ *http.Request, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
 	_, _ = w.Write([]byte("\n"))
+}
+
+// ca shows the root that workloads must trust: in a cluster it is also in
+// every namespace's istio-ca-root-cert ConfigMap; without one, here (and in
+// the CA directory).
+func (d *Debug) ca(w http.ResponseWriter, r *http.Request) {
+	type root struct {
+		Subject  string    `json:"subject"`
+		NotAfter time.Time `json:"notAfter"`
+	}
+	out := struct {
+		TrustDomain string `json:"trustDomain"`
+		SelfSigned  bool   `json:"selfSigned"`
+		Roots       []root `json:"roots"`
+		RootCert    string `json:"rootCert"`
+	}{TrustDomain: d.opts.CA.TrustDomain(), SelfSigned: d.opts.CA.SelfSigned(), Roots: []root{}, RootCert: string(d.opts.CA.RootCertPEM())}
+	for _, c := range d.opts.CA.RootCerts() {
+		out.Roots = append(out.Roots, root{Subject: c.Subject.String(), NotAfter: c.NotAfter})
+	}
+	writeJSON(w, r, out)
 }
