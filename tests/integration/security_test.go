@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -250,5 +251,38 @@ func TestTwoReplicasShareRootAndWriter(t *testing.T) {
 	if lease, err = env.Kube.CoordinationV1().Leases(ns).Get(registryCtx, "istio-namespace-controller-election", metav1.GetOptions{}); err != nil ||
 		lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == holder {
 		t.Errorf("lease still held by %s", holder)
+	}
+}
+
+// Debug endpoints off loopback take the same service-account tokens as
+// xDS: istiod's namespace sees everything, another namespace only its own
+// proxies' config dumps, no token nothing. (The request is served
+// in-process with a non-loopback peer address; nothing leaves the host.)
+func TestDebugEndpointsAuthenticateWithRealTokens(t *testing.T) {
+	env := kube.Shared(t)
+	ns := env.NewNamespace(t, nil).Name
+	app := env.NewNamespace(t, nil).Name
+	d := startIstiod(t, env, ns)
+	system := serviceAccountToken(t, env, ns, "default")
+	workload := serviceAccountToken(t, env, app, "default")
+	for _, c := range []struct {
+		token, path string
+		want        int
+	}{
+		{"", "/debug/configz", 401},
+		{"not-a-token", "/debug/configz", 401},
+		{system, "/debug/configz", 200},
+		{workload, "/debug/configz", 403},
+	} {
+		req := httptest.NewRequest("GET", c.path, nil)
+		req.RemoteAddr = "10.255.0.1:40000"
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		rec := httptest.NewRecorder()
+		d.srv.HTTPHandler().ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s with token %.10q: %d, want %d (%s)", c.path, c.token, rec.Code, c.want, rec.Body.String())
+		}
 	}
 }

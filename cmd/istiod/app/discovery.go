@@ -110,6 +110,13 @@ func securityFromEnv(o *bootstrap.SecurityOptions) error {
 	if v := os.Getenv("TOKEN_AUDIENCES"); v != "" {
 		o.TokenAudiences = splitList(v)
 	}
+	if v := os.Getenv("ENABLE_DEBUG_ENDPOINT_AUTH"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("ENABLE_DEBUG_ENDPOINT_AUTH=%q: %v", v, err)
+		}
+		o.NoDebugAuth = !b
+	}
 	return nil
 }
 

@@ -77,6 +77,10 @@ type SecurityOptions struct {
 	TokenAudiences []string
 	// LeaderElection is how the leader Leases are held (zero: Istio's).
 	LeaderElection leaderelection.Timing
+	// NoDebugAuth serves the debug endpoints to every caller
+	// (ENABLE_DEBUG_ENDPOINT_AUTH=false); otherwise callers off loopback
+	// authenticate with a service-account token.
+	NoDebugAuth bool
 }
 
 // KeepaliveOptions of the gRPC server.

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
 	xdsdebug "github.com/meshplane/istiod/pilot/pkg/xds/debug"
 	"github.com/meshplane/istiod/pkg/kube/leaderelection"
@@ -193,3 +196,26 @@ func retry(stop <-chan struct{}, max time.Duration, f func() error) error {
 		wait = min(2*wait, 5*time.Second)
 	}
 }
+
+// httpAuthenticate identifies a debug caller by its bearer token (the same
+// authenticators as xDS, from the request's Authorization header) and
+// returns its identity's namespace.
+func (sec *secure) httpAuthenticate(r *http.Request) (string, error) {
+	ctx := metadata.NewIncomingContext(r.Context(), metadata.Pairs("authorization", r.Header.Get("Authorization")))
+	ctx = peer.NewContext(ctx, &peer.Peer{Addr: remoteAddr(r.RemoteAddr)})
+	c, err := security.Authenticate(ctx, sec.auths)
+	if err != nil {
+		return "", err
+	}
+	for _, id := range c.Identities {
+		if _, ns, _, err := security.ParseSpiffeID(id); err == nil {
+			return ns, nil
+		}
+	}
+	return "", fmt.Errorf("no SPIFFE identity in %v", c.Identities)
+}
+
+type remoteAddr string
+
+func (a remoteAddr) Network() string { return "tcp" }
+func (a remoteAddr) String() string  { return string(a) }

@@ -216,6 +216,10 @@ func (s *Server) initServers() {
 	if c := s.CA(); c != nil {
 		opts.CA = c
 	}
+	opts.SystemNamespace, opts.NoAuth = s.args.Namespace, s.args.Security.NoDebugAuth
+	if s.secure != nil && len(s.secure.auths) > 1 {
+		opts.Authenticate = s.secure.httpAuthenticate
+	}
 	debug := xdsdebug.New(opts)
 	httpMux := http.NewServeMux()
 	httpMux.HandleFunc("/ready", s.ready)
@@ -228,6 +232,9 @@ func (s *Server) initServers() {
 	debug.Install(monMux)
 	s.monitoringServer = &http.Server{Handler: monMux, ReadHeaderTimeout: 10 * time.Second}
 }
+
+// HTTPHandler is what --httpAddr serves (/ready and the debug endpoints).
+func (s *Server) HTTPHandler() http.Handler { return s.httpServer.Handler }
 
 // Mesh returns the active mesh config (read-only).
 func (s *Server) Mesh() *meshconfig.MeshConfig { return s.mesh.Mesh() }

@@ -129,3 +129,18 @@ func TestDebugViewsWhileStreamsChangeWatches(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// newXDSServerForDebug serves oneCluster with one proxy, app-1.default,
+// connected.
+func newXDSServerForDebug(t *testing.T) *xdstest.Server {
+	t.Helper()
+	s := xdstest.NewServer(t)
+	s.DS.RegisterGenerator(xds.ClusterType, xds.GeneratorFunc(oneCluster))
+	s.DS.SetPushContext(model.NewPushContext())
+	c := xdstest.Dial(t, s, adsc.Config{})
+	if err := c.Watch(xds.ClusterType); err != nil {
+		t.Fatal(err)
+	}
+	xdstest.Next(t, c)
+	return s
+}

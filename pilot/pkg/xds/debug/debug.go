@@ -46,6 +46,17 @@ type Options struct {
 	Pushz http.HandlerFunc
 	// CA is the certificate authority (/debug/ca; nil: not served).
 	CA CASource
+	// Authenticate identifies a caller that is not on loopback (a bearer
+	// service-account token, as for xDS) and returns the namespace of its
+	// identity; nil: only loopback callers are served. Callers of
+	// SystemNamespace see everything; others only the config_dump and edsz
+	// of proxies in their own namespace.
+	Authenticate func(r *http.Request) (namespace string, err error)
+	// SystemNamespace is istiod's namespace.
+	SystemNamespace string
+	// NoAuth serves every caller without authentication
+	// (ENABLE_DEBUG_ENDPOINT_AUTH=false).
+	NoAuth bool
 }
 
 // CASource is what /debug/ca shows of the certificate authority.
@@ -114,34 +125,59 @@ func (d *Debug) add(name, help string, h http.HandlerFunc) {
 	d.handlers[name] = debugEndpoint{help: help, h: h}
 }
 
-// Install mounts the endpoints under /debug/ on mux. They answer only
-// requests from loopback addresses until authentication exists.
+// Install mounts the endpoints under /debug/ on mux. Loopback callers are
+// always served; others must authenticate (see Options.Authenticate).
 func (d *Debug) Install(mux *http.ServeMux) {
-	mux.Handle("/debug", localOnly(http.HandlerFunc(d.index)))
-	mux.Handle("/debug/", localOnly(http.HandlerFunc(d.index)))
+	mux.Handle("/debug", d.guard("", http.HandlerFunc(d.index)))
+	mux.Handle("/debug/", d.guard("", http.HandlerFunc(d.index)))
 	for name, e := range d.handlers {
-		mux.Handle("/debug/"+name, localOnly(e.h))
+		mux.Handle("/debug/"+name, d.guard(name, e.h))
 	}
 	if d.opts.Profile {
-		mux.Handle("/debug/pprof/", localOnly(http.HandlerFunc(pprof.Index)))
-		mux.Handle("/debug/pprof/cmdline", localOnly(http.HandlerFunc(pprof.Cmdline)))
-		mux.Handle("/debug/pprof/profile", localOnly(http.HandlerFunc(pprof.Profile)))
-		mux.Handle("/debug/pprof/symbol", localOnly(http.HandlerFunc(pprof.Symbol)))
-		mux.Handle("/debug/pprof/trace", localOnly(http.HandlerFunc(pprof.Trace)))
+		mux.Handle("/debug/pprof/", d.guard("pprof", http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", d.guard("pprof", http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", d.guard("pprof", http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", d.guard("pprof", http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", d.guard("pprof", http.HandlerFunc(pprof.Trace)))
 	}
 }
 
-// localOnly refuses requests whose peer is not a loopback address.
-func localOnly(h http.Handler) http.Handler {
+// namespaceScoped are the endpoints a caller outside the system namespace
+// may read, for the proxies of its own namespace (?proxyID=<pod>.<ns>).
+var namespaceScoped = map[string]bool{"config_dump": true, "edsz": true}
+
+// guard serves loopback callers, and authenticated ones as their
+// namespace allows: 401 without an accepted credential, 403 outside it.
+// (Istio serves its debug port 8080 to anyone who reaches it; ours asks
+// for the same credentials on every port.)
+func (d *Debug) guard(name string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		ip := net.ParseIP(host)
-		if err != nil || ip == nil || !ip.IsLoopback() {
+		if d.opts.NoAuth || fromLoopback(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if d.opts.Authenticate == nil {
 			http.Error(w, "debug endpoints are only served to localhost", http.StatusForbidden)
 			return
 		}
-		h.ServeHTTP(w, r)
+		ns, err := d.opts.Authenticate(r)
+		if err != nil {
+			debugLog.Warnf("refused %s from %s: authentication failure: %v", r.URL.Path, r.RemoteAddr, err)
+			http.Error(w, "authentication failure", http.StatusUnauthorized)
+			return
+		}
+		if ns == d.opts.SystemNamespace || (namespaceScoped[name] && namespaceOf(r.URL.Query().Get("proxyID")) == ns) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "the caller's namespace "+ns+" may not read "+r.URL.Path+" (only config_dump and edsz of its own proxies)", http.StatusForbidden)
 	})
+}
+
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }
 
 func (d *Debug) names() []string {
