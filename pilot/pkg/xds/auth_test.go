@@ -2,12 +2,9 @@ package xds_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -15,18 +12,6 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 )
-
-// tokenAuth accepts bearer tokens "<ns>/<sa>" as that identity.
-func tokenAuth(ctx context.Context) ([]string, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get("authorization") {
-		if tok, ok := strings.CutPrefix(v, "Bearer "); ok {
-			ns, sa, _ := strings.Cut(tok, "/")
-			return []string{"spiffe://cluster.local/ns/" + ns + "/sa/" + sa}, nil
-		}
-	}
-	return nil, errors.New("no token")
-}
 
 // Streams over TLS are authenticated and bound to their identity, with
 // Istio's codes and messages (../shared/reference/security/real/
@@ -37,7 +22,7 @@ func TestTLSStreamsAuthenticateAndAuthorize(t *testing.T) {
 	w.set(clusterA)
 	s.DS.RegisterGenerator(xds.ClusterType, xds.GeneratorFunc(w.cds))
 	s.DS.SetPushContext(model.NewPushContext())
-	s.DS.SetAuthenticator(tokenAuth)
+	s.DS.SetAuthenticator(xdstest.TokenIdentity)
 	const node = "sidecar~10.244.0.10~productpage-v1-abc.bookinfo~bookinfo.svc.cluster.local"
 	productpage := map[string]any{"NAMESPACE": "bookinfo", "SERVICE_ACCOUNT": "bookinfo-productpage"}
 	for _, c := range []struct {

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -20,22 +19,6 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds/debug"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 )
-
-// tokenIdentity accepts bearer tokens "<ns>/<sa>".
-func tokenIdentity(ctx context.Context) ([]string, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get("authorization") {
-		if len(v) > len("Bearer ") {
-			tok := v[len("Bearer "):]
-			for i := range tok {
-				if tok[i] == '/' {
-					return []string{"spiffe://cluster.local/ns/" + tok[:i] + "/sa/" + tok[i+1:]}, nil
-				}
-			}
-		}
-	}
-	return nil, status.Error(codes.Unauthenticated, "no token")
-}
 
 // debugRequest asks for a debug type as istioctl does: one SotW request
 // with an event-generator node, and returns the response or the stream's
@@ -70,7 +53,7 @@ func TestDebugTypesOverADS(t *testing.T) {
 	s := xdstest.NewTLSServer(t)
 	s.DS.RegisterGenerator(xds.ClusterType, xds.GeneratorFunc(oneCluster))
 	(&debug.XDSGenerators{Server: s.DS, SystemNamespace: "istio-system"}).Register()
-	s.DS.SetAuthenticator(tokenIdentity)
+	s.DS.SetAuthenticator(xdstest.TokenIdentity)
 	s.DS.SetPushContext(model.NewPushContext())
 	proxy := xdstest.Dial(t, s.Server, adsc.Config{NodeID: "sidecar~10.244.0.10~productpage-v1-abc.bookinfo~bookinfo.svc.cluster.local",
 		Metadata: map[string]any{"NAMESPACE": "bookinfo", "CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0", "PROXY_CONFIG": map[string]any{}}})

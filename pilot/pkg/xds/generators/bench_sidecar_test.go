@@ -3,7 +3,6 @@ package generators_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
@@ -106,18 +106,10 @@ func benchEnv(tb testing.TB, n int) (*model.Environment, *model.EndpointIndex) {
 // benchServer serves the sidecar generators over env on a loopback port.
 func benchServer(tb testing.TB, env *model.Environment, idx *model.EndpointIndex) (string, *xds.DiscoveryServer) {
 	tb.Helper()
-	ds := xds.NewDiscoveryServer()
-	(&generators.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(ds)
-	ds.InitPushContext(env)
-	g := grpc.NewServer()
-	ds.Register(g)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	go func() { _ = g.Serve(l) }()
-	tb.Cleanup(g.Stop)
-	return l.Addr().String(), ds
+	s := xdstest.NewServer(tb)
+	(&generators.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}).Register(s.DS)
+	s.DS.InitPushContext(env)
+	return s.Addr, s.DS
 }
 
 const benchNode = "sidecar~10.1.0.0~svc-0-v1.ns-0~ns-0.svc.cluster.local"

@@ -8,13 +8,16 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"math/big"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 )
 
 // TLSServer is a Server whose DiscoveryServer also listens over TLS, with a
@@ -53,6 +56,20 @@ func (s *TLSServer) DialOptions(token string) []grpc.DialOption {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
 	}
 	return opts
+}
+
+// TokenIdentity is a test authenticator: a bearer token "<ns>/<sa>" is
+// that identity (spiffe://cluster.local/ns/<ns>/sa/<sa>); no token is an
+// error.
+func TokenIdentity(ctx context.Context) ([]string, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		if tok, ok := strings.CutPrefix(v, "Bearer "); ok {
+			ns, sa, _ := strings.Cut(tok, "/")
+			return []string{"spiffe://cluster.local/ns/" + ns + "/sa/" + sa}, nil
+		}
+	}
+	return nil, errors.New("no bearer token")
 }
 
 type bearer string
