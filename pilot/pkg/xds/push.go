@@ -28,6 +28,7 @@ func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushReque
 			pc = model.InitContext(env, old, req)
 			RecordPushContextInit(time.Since(t0))
 			s.SetPushContext(pc)
+			recordSnapshot(pc)
 		}
 		r := *req
 		r.Push = pc
@@ -44,7 +45,15 @@ func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushReque
 
 // InitPushContext builds the first snapshot, after which streams are served.
 func (s *DiscoveryServer) InitPushContext(env *model.Environment) {
-	s.SetPushContext(model.InitContext(env, nil, &model.PushRequest{Full: true, Forced: true}))
+	pc := model.InitContext(env, nil, &model.PushRequest{Full: true, Forced: true})
+	s.SetPushContext(pc)
+	recordSnapshot(pc)
+}
+
+// recordSnapshot sets the gauges that describe the current snapshot.
+func recordSnapshot(pc *model.PushContext) {
+	SetServiceCount(pc.ServiceCount())
+	SetVirtualServiceCount(len(pc.VirtualServices()))
 }
 
 // ProxyUpdate pushes the connections of the workload with this IP (in

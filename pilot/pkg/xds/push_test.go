@@ -7,6 +7,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pkg/monitoring"
 )
 
 // A workload change pushes that workload's own connections from the
@@ -77,4 +78,46 @@ func TestResponseVersionMatchesItsContent(t *testing.T) {
 	if r.Version != seen.PushVersion() || seen != newer {
 		t.Errorf("response version %s, generated from the snapshot of version %s (current %s)", r.Version, seen.PushVersion(), newer.PushVersion())
 	}
+}
+
+// pilot_services and pilot_virt_services describe the current snapshot.
+func TestSnapshotGauges(t *testing.T) {
+	s := newServer(t, false)
+	env := model.NewEnvironment(model.EnvironmentOptions{ServiceDiscovery: staticServices{&model.Service{Hostname: "a.default.svc.cluster.local",
+		Attributes: model.ServiceAttributes{Namespace: "default"}}}})
+	s.DS.InitPushContext(env)
+	if got := gauge(t, "pilot_services"); got != 1 {
+		t.Errorf("pilot_services %v, want 1", got)
+	}
+	if got := gauge(t, "pilot_virt_services"); got != 0 {
+		t.Errorf("pilot_virt_services %v, want 0", got)
+	}
+}
+
+type staticServices []*model.Service
+
+func (s staticServices) Services() []*model.Service { return s }
+func (s staticServices) GetService(h string) *model.Service {
+	for _, svc := range s {
+		if string(svc.Hostname) == h {
+			return svc
+		}
+	}
+	return nil
+}
+func (staticServices) GetProxyServiceTargets(*model.ProxyQuery) []model.ServiceTarget { return nil }
+
+func gauge(t *testing.T, name string) float64 {
+	t.Helper()
+	mfs, err := monitoring.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
