@@ -10,22 +10,14 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
+	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config/protocol"
-)
-
-// ALPN values an Istio client offers on mTLS connections.
-var (
-	mtlsTCPALPNs  = []string{telemetry.PeerExchangeALPN, "istio"}
-	mtlsPortALPNs = append([]string{"istio", telemetry.PeerExchangeALPN}, telemetry.MTLSHTTPALPNs...)
-	plainHTTPALPN = []string{"http/1.1", "h2c"}
 )
 
 // virtualInbound accepts redirected inbound traffic. Each connection is
@@ -51,11 +43,23 @@ func virtualInbound(o Options) *listenerv3.Listener {
 	sniffing(l)
 	l.FilterChains = append(l.FilterChains, loopGuard(VirtualInbound, InboundPort, metadataExchange()))
 	passthrough := cluster.InboundPassthrough
-	l.FilterChains = append(l.FilterChains, o.inboundChains(VirtualInbound, nil, protocol.Unsupported,
-		inboundHTTP(passthrough+";", passthrough, passthrough, "inbound|http|0", ":0/*", o),
-		func() *listenerv3.Filter { return tcpProxy(passthrough, o, true) })...)
 	ports := append([]InboundTarget(nil), o.Inbound...)
 	sort.Slice(ports, func(i, j int) bool { return ports[i].Port < ports[j].Port })
+	targets := make([]uint32, 0, len(ports))
+	for _, p := range ports {
+		targets = append(targets, uint32(p.Port))
+	}
+	// the passthrough in the workload's mode, then ports whose port-level
+	// mode differs and that have no chains of their own
+	for _, pc := range o.MTLS.Passthrough(targets, authn.ChainOptions{}) {
+		var port *wrapperspb.UInt32Value
+		if pc.Port != 0 {
+			port = wrapperspb.UInt32(pc.Port)
+		}
+		l.FilterChains = append(l.FilterChains, o.inboundChains(VirtualInbound, port, protocol.Unsupported, pc.Mode,
+			inboundHTTP(passthrough+";", passthrough, passthrough, "inbound|http|0", ":0/*", o),
+			func() *listenerv3.Filter { return tcpProxy(passthrough, o, true) })...)
+	}
 	for _, p := range ports {
 		name := wildcard + "_" + strconv.Itoa(p.Port)
 		c := cluster.SubsetKey(cluster.Inbound, "", "", p.Port)
@@ -63,7 +67,7 @@ func virtualInbound(o Options) *listenerv3.Listener {
 		if len(p.Services) > 0 {
 			op = p.Services[0].Hostname + ":" + strconv.Itoa(p.ServicePort) + "/*"
 		}
-		l.FilterChains = append(l.FilterChains, o.inboundChains(name, wrapperspb.UInt32(uint32(p.Port)), p.Protocol,
+		l.FilterChains = append(l.FilterChains, o.inboundChains(name, wrapperspb.UInt32(uint32(p.Port)), p.Protocol, o.MTLS.Mode(uint32(p.Port)),
 			inboundHTTP("inbound_"+name+";", c, c, "inbound|http|"+strconv.Itoa(p.Port), op, o),
 			func() *listenerv3.Filter { return tcpProxy(c, o, true) })...)
 	}
@@ -71,54 +75,33 @@ func virtualInbound(o Options) *listenerv3.Listener {
 }
 
 // inboundChains are the chains of one destination (a port, or every other
-// port when port is nil) for a protocol. Every chain starts with the
-// metadata exchange.
-func (o Options) inboundChains(name string, port *wrapperspb.UInt32Value, proto protocol.Instance,
+// port when port is nil) for a protocol under a PeerAuthentication mode, in
+// the shapes and order authn.Chains gives (Istio's). Every chain starts with
+// the metadata exchange; HTTP chains of the passthrough are the catch-all.
+func (o Options) inboundChains(name string, port *wrapperspb.UInt32Value, proto protocol.Instance, mode authn.Mode,
 	httpFilter func() *listenerv3.Filter, tcpFilter func() *listenerv3.Filter) []*listenerv3.FilterChain {
-	// mtls is the transport of chains that terminate mTLS: TCP ones also
-	// accept the peer exchange protocol
-	type mtls int
-	const (
-		plain mtls = iota
-		mtlsHTTP
-		mtlsTCP
-	)
-	chain := func(name, transport string, alpn []string, tls mtls, f *listenerv3.Filter) *listenerv3.FilterChain {
-		fc := &listenerv3.FilterChain{
-			Name:             name,
-			FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: port, TransportProtocol: transport, ApplicationProtocols: alpn},
-			Filters:          []*listenerv3.Filter{metadataExchange(), f},
-		}
-		if tls != plain {
-			fc.TransportSocket = o.mtlsSocket(tls == mtlsTCP)
-		}
-		return fc
+	lp := authn.ListenerProtocolOf(proto)
+	if port == nil {
+		lp = authn.ListenerAuto
 	}
-	switch {
-	case proto.IsHTTP() && port != nil:
-		return []*listenerv3.FilterChain{
-			chain(name, "tls", mtlsPortALPNs, mtlsHTTP, httpFilter()),
-			chain(name, "raw_buffer", nil, plain, httpFilter()),
+	tlsSockets := o.inboundTLS()
+	var out []*listenerv3.FilterChain
+	for _, c := range authn.Chains(mode, lp, authn.ChainOptions{}) {
+		n, f := name, tcpFilter
+		if c.Protocol == authn.ListenerHTTP {
+			f = httpFilter
+			if port == nil {
+				n = name + "-catchall-http"
+			}
 		}
-	case proto == protocol.Unsupported:
-		httpName := name
-		if port == nil {
-			httpName = name + "-catchall-http"
-		}
-		return []*listenerv3.FilterChain{
-			chain(httpName, "tls", telemetry.MTLSHTTPALPNs, mtlsHTTP, httpFilter()),
-			chain(httpName, "raw_buffer", plainHTTPALPN, plain, httpFilter()),
-			chain(name, "tls", mtlsTCPALPNs, mtlsTCP, tcpFilter()),
-			chain(name, "raw_buffer", nil, plain, tcpFilter()),
-			chain(name, "tls", nil, plain, tcpFilter()),
-		}
-	default:
-		return []*listenerv3.FilterChain{
-			chain(name, "tls", mtlsTCPALPNs, mtlsTCP, tcpFilter()),
-			chain(name, "raw_buffer", nil, plain, tcpFilter()),
-			chain(name, "tls", nil, plain, tcpFilter()),
-		}
+		out = append(out, &listenerv3.FilterChain{
+			Name:             n,
+			FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: port, TransportProtocol: c.TransportProtocol, ApplicationProtocols: c.ApplicationProtocols},
+			Filters:          []*listenerv3.Filter{metadataExchange(), f()},
+			TransportSocket:  tlsSockets.For(c),
+		})
 	}
+	return out
 }
 
 // inboundHTTP is the connection manager of an inbound HTTP chain: one route
@@ -180,53 +163,24 @@ func withDisabled(f *listenerv3.ListenerFilter, ports []int) *listenerv3.Listene
 	return f
 }
 
-// mtlsSocket terminates Istio mTLS with the workload's certificate,
-// requiring a client certificate of the mesh's trust domain. A TCP chain
-// also offers the peer exchange protocol.
-func (o Options) mtlsSocket(tcp bool) *core.TransportSocket {
-	key := mtlsKey{o.TrustDomain, tcp}
-	if ts, ok := mtlsSockets.Load(key); ok {
-		return ts.(*core.TransportSocket)
-	}
-	ts := o.buildMTLSSocket(tcp)
-	mtlsSockets.Store(key, ts)
-	return ts
-}
-
-// mtlsSockets memoises mtlsSocket: the sockets are shared, never modified.
-var mtlsSockets sync.Map // mtlsKey -> *core.TransportSocket
-
-type mtlsKey struct {
-	trustDomain string
-	tcp         bool
-}
-
-func (o Options) buildMTLSSocket(tcp bool) *core.TransportSocket {
-	alpn := []string{"h2", "http/1.1"}
-	if tcp {
-		alpn = append([]string{telemetry.PeerExchangeALPN}, alpn...)
+// inboundTLS are the sockets of chains that terminate Istio mTLS: the
+// caller's, else built from the trust domain and memoised (shared, never
+// modified).
+func (o Options) inboundTLS() authn.InboundTLS {
+	if o.TLS != nil {
+		return *o.TLS
 	}
 	td := o.TrustDomain
 	if td == "" {
 		td = "cluster.local"
 	}
-	ctx := &tlsv3.DownstreamTlsContext{
-		RequireClientCertificate: wrapperspb.Bool(true),
-		CommonTlsContext: &tlsv3.CommonTlsContext{
-			TlsParams: &tlsv3.TlsParameters{
-				TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
-				TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
-				CipherSuites: []string{"ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-AES128-GCM-SHA256",
-					"ECDHE-RSA-AES128-GCM-SHA256", "AES256-GCM-SHA384", "AES128-GCM-SHA256"},
-			},
-			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{cluster.SDSSecretConfig(cluster.SDSDefault)},
-			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-				DefaultValidationContext: &tlsv3.CertificateValidationContext{MatchSubjectAltNames: []*matcherv3.StringMatcher{{
-					MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "spiffe://" + td + "/"}}}},
-				ValidationContextSdsSecretConfig: cluster.SDSSecretConfig(cluster.SDSRootCA),
-			}},
-			AlpnProtocols: alpn,
-		},
+	if t, ok := inboundTLSByDomain.Load(td); ok {
+		return t.(authn.InboundTLS)
 	}
-	return &core.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: protoconv.MessageToAny(ctx)}}
+	t := authn.NewInboundTLS(authn.TLSOptions{TrustDomains: []string{td}, MinProtocolVersion: tlsv3.TlsParameters_TLSv1_2})
+	inboundTLSByDomain.Store(td, t)
+	return t
 }
+
+// inboundTLSByDomain memoises inboundTLS by trust domain.
+var inboundTLSByDomain sync.Map // string -> authn.InboundTLS

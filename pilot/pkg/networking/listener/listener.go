@@ -15,6 +15,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
+	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
 
@@ -42,6 +43,11 @@ type Options struct {
 	Tracing *hcm.HttpConnectionManager_Tracing
 	// TrustDomain is the mesh's; inbound mTLS accepts its identities.
 	TrustDomain string
+	// MTLS is the workload's effective PeerAuthentication (zero: PERMISSIVE
+	// on every port).
+	MTLS authn.Policy
+	// TLS are the sockets of mTLS chains (nil: built from TrustDomain).
+	TLS *authn.InboundTLS
 }
 
 // InboundTarget is a port of the proxy's workload that services target.

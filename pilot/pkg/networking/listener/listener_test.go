@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
+	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
 
@@ -103,8 +104,8 @@ func chainSummary(t *testing.T, l *listenerv3.Listener) []string {
 
 // Inbound chains follow the declared protocol of each port: HTTP ports get
 // an HTTP connection manager in mTLS and plain text, TCP ports a TCP proxy
-// in mTLS, plain text and client TLS, and a port services disagree on gets
-// both, told apart by the inspectors.
+// in mTLS, client TLS and plain text, and a port services disagree on gets
+// both, told apart by the inspectors (PERMISSIVE, the default).
 func TestInboundChainsPerProtocol(t *testing.T) {
 	self := svc("app.ns.svc.cluster.local", "10.0.0.5", &model.Port{Name: "http", Port: 80, Protocol: protocol.HTTP})
 	ls := sidecarListeners(nil, listener.Options{Inbound: []listener.InboundTarget{
@@ -128,9 +129,12 @@ func TestInboundChainsPerProtocol(t *testing.T) {
 		"virtualInbound port=0 tls [istio-peer-exchange istio] tls=true -> istio.metadata_exchange tcp:InboundPassthroughCluster",
 		"virtualInbound port=0 raw_buffer [] tls=false -> istio.metadata_exchange tcp:InboundPassthroughCluster",
 		"virtualInbound port=0 tls [] tls=false -> istio.metadata_exchange tcp:InboundPassthroughCluster",
-		"0.0.0.0_5432 port=5432 tls [istio-peer-exchange istio] tls=true -> istio.metadata_exchange tcp:inbound|5432||",
-		"0.0.0.0_5432 port=5432 raw_buffer [] tls=false -> istio.metadata_exchange tcp:inbound|5432||",
+		// a declared TCP port, as Istio builds ratings' 9102 in
+		// ../shared/reference/policy: every Istio ALPN, then TLS passed
+		// through, then plain text
+		"0.0.0.0_5432 port=5432 tls [istio istio-peer-exchange istio-http/1.0 istio-http/1.1 istio-h2] tls=true -> istio.metadata_exchange tcp:inbound|5432||",
 		"0.0.0.0_5432 port=5432 tls [] tls=false -> istio.metadata_exchange tcp:inbound|5432||",
+		"0.0.0.0_5432 port=5432 raw_buffer [] tls=false -> istio.metadata_exchange tcp:inbound|5432||",
 		"0.0.0.0_8080 port=8080 tls [istio istio-peer-exchange istio-http/1.0 istio-http/1.1 istio-h2] tls=true -> istio.metadata_exchange http:inbound|8080||",
 		"0.0.0.0_8080 port=8080 raw_buffer [] tls=false -> istio.metadata_exchange http:inbound|8080||",
 		"0.0.0.0_9000 port=9000 tls [istio-http/1.0 istio-http/1.1 istio-h2] tls=true -> istio.metadata_exchange http:inbound|9000||",
@@ -263,6 +267,34 @@ func TestSniffedPortTakesTCPToo(t *testing.T) {
 		"[] 10.0.0.2/32 -> tcp:outbound|8080||db.ns.svc.cluster.local",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The PeerAuthentication mode decides a port's chains: STRICT keeps only
+// mTLS, DISABLE only plain text, and a port-level mode changes only that
+// port (the passthrough follows the workload's mode).
+func TestInboundChainsFollowMTLSMode(t *testing.T) {
+	self := svc("app.ns.svc.cluster.local", "10.0.0.5", &model.Port{Name: "http", Port: 80, Protocol: protocol.HTTP})
+	ls := sidecarListeners(nil, listener.Options{
+		MTLS: authn.Policy{Workload: authn.ModeStrict, Ports: map[uint32]authn.Mode{5432: authn.ModeDisable}},
+		Inbound: []listener.InboundTarget{
+			{Port: 8080, Protocol: protocol.HTTP, ServicePort: 80, Services: []*model.Service{self}},
+			{Port: 5432, Protocol: protocol.TCP, ServicePort: 5432, Services: []*model.Service{self}},
+		}})
+	in := ls[0]
+	if err := in.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	uniqueMatches(t, in)
+	want := []string{
+		"virtualInbound-blackhole port=15006  [] tls=false -> istio.metadata_exchange tcp:BlackHoleCluster",
+		"virtualInbound-catchall-http port=0 tls [istio-http/1.0 istio-http/1.1 istio-h2] tls=true -> istio.metadata_exchange http:InboundPassthroughCluster",
+		"virtualInbound port=0 tls [] tls=true -> istio.metadata_exchange tcp:InboundPassthroughCluster",
+		"0.0.0.0_5432 port=5432 raw_buffer [] tls=false -> istio.metadata_exchange tcp:inbound|5432||",
+		"0.0.0.0_8080 port=8080 tls [] tls=true -> istio.metadata_exchange http:inbound|8080||",
+	}
+	if got := chainSummary(t, in); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -3,6 +3,7 @@ package generators
 import (
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
@@ -12,6 +13,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
+	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
@@ -25,6 +27,7 @@ type SidecarGenerators struct {
 
 	cache snapshotCache[cacheKey]
 	eds   snapshotCache[edsKey]
+	tls   atomic.Pointer[snapshotTLS]
 }
 
 // Register installs the sidecar generators as the defaults.
@@ -128,7 +131,9 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	tp := telemetryProxy(proxy)
 	opts := listener.Options{AllowAny: allowAny(push, proxy), Inbound: g.proxyTargets(proxy),
 		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
-		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain()}
+		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain(),
+		MTLS: authn.ProxyMTLS(push.PeerAuthentications(proxy), authn.MTLSOptions{RootNamespace: push.RootNamespace()}),
+		TLS:  g.inboundTLS(push)}
 	// outbound listeners depend on the proxy only through the services its
 	// sidecar scope sees and what its tracing tags say
 	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy), name: tp.Key()}
@@ -220,4 +225,23 @@ func telemetryProxy(p *model.Proxy) telemetry.Proxy {
 		out.ClusterID, out.MeshID = p.Metadata.ClusterID, p.Metadata.MeshID
 	}
 	return out
+}
+
+// snapshotTLS are the inbound mTLS sockets of one snapshot's mesh config.
+type snapshotTLS struct {
+	seq uint64
+	tls authn.InboundTLS
+}
+
+// inboundTLS builds the mesh's inbound mTLS sockets once per snapshot (they
+// depend on the trust domains and the mesh's TLS settings only).
+func (g *SidecarGenerators) inboundTLS(push *model.PushContext) *authn.InboundTLS {
+	if cur := g.tls.Load(); cur != nil && cur.seq == push.Seq() {
+		return &cur.tls
+	}
+	st := &snapshotTLS{seq: push.Seq(), tls: authn.NewInboundTLS(authn.TLSOptionsFromMesh(push.Mesh))}
+	if cur := g.tls.Load(); cur == nil || cur.seq < st.seq {
+		g.tls.Store(st)
+	}
+	return &st.tls
 }
