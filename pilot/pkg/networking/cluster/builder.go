@@ -41,6 +41,10 @@ type Options struct {
 	// ServiceAccounts are the identities of the service's endpoints (SPIFFE
 	// URIs); Istio mTLS to the service accepts these and the service's own.
 	ServiceAccounts []string
+	// PeerDisabled: the destination's mesh- or namespace-wide
+	// PeerAuthentication is DISABLE, so auto mTLS sends plain text (a
+	// workload-level DISABLE is not inferred, as in Istio).
+	PeerDisabled bool
 }
 
 // BuildOutbound builds the clusters of a service: one per port, plus one per
@@ -110,7 +114,7 @@ func buildOne(svc *model.Service, port *model.Port, subset string, pol *networki
 		}
 	}
 	applyOutlierDetection(c, pol.GetOutlierDetection())
-	autoMTLS := opts.Mesh.GetEnableAutoMtls().GetValue() && !svc.MeshExternal
+	autoMTLS := opts.Mesh.GetEnableAutoMtls().GetValue() && !svc.MeshExternal && !opts.PeerDisabled
 	applyTLS(c, pol.GetTls(), SNI(subset, svc.Hostname, port.Port), autoMTLS, port.Protocol.IsHTTP2(), sans(svc.ServiceAccounts, opts.ServiceAccounts))
 	c.Metadata = serviceMetadata(svc, subset, opts.DestinationRule)
 	c.Filters = metadataExchange()

@@ -159,3 +159,24 @@ func TestLocalityDistributeSetsWeightedLocalities(t *testing.T) {
 		t.Error("locality weights without a distribute rule")
 	}
 }
+
+// Auto mTLS sends plain text to a destination whose mesh- or
+// namespace-wide PeerAuthentication is DISABLE; a DestinationRule's TLS
+// setting still wins.
+func TestAutoMTLSFollowsDestinationPeerAuthentication(t *testing.T) {
+	svc := service("a", "ns", 8080, protocol.HTTP, model.ClientSideLB)
+	m := mesh.DefaultMeshConfig()
+	on := cluster.BuildOutbound(svc, cluster.Options{Mesh: m})[0]
+	if len(on.TransportSocketMatches) != 2 {
+		t.Fatalf("auto mTLS matches %v", on.TransportSocketMatches)
+	}
+	off := cluster.BuildOutbound(svc, cluster.Options{Mesh: m, PeerDisabled: true})[0]
+	if off.TransportSocketMatches != nil || off.TransportSocket != nil {
+		t.Errorf("destination under DISABLE got TLS: %v %v", off.TransportSocketMatches, off.TransportSocket)
+	}
+	dr := &config.Config{Spec: &networking.DestinationRule{TrafficPolicy: &networking.TrafficPolicy{
+		Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL}}}}
+	if c := cluster.BuildOutbound(svc, cluster.Options{Mesh: m, PeerDisabled: true, DestinationRule: dr})[0]; c.TransportSocket == nil {
+		t.Error("a DestinationRule ISTIO_MUTUAL lost to the destination's DISABLE")
+	}
+}

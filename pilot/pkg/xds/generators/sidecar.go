@@ -102,6 +102,7 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key()}
 		res.Append(g.cache.get(push, key, 0, func() xds.Generated {
 			opts := cluster.Options{Mesh: m, DestinationRule: dr.Rule(), ServiceAccounts: g.serviceAccounts(svc),
+				PeerDisabled: authn.DestinationMode(push, push.RootNamespace(), svc.Attributes.Namespace) == authn.ModeDisable,
 				Endpoints: func(p *model.Port) []*model.IstioEndpoint {
 					eps, _ := g.orderedEndpoints(svc)
 					return portEndpoints(eps, p)
