@@ -31,14 +31,16 @@ func httpFilter(name string, cfg *anypb.Any) *hcm.HttpFilter {
 	return &hcm.HttpFilter{Name: name, ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: cfg}}
 }
 
-// httpFilters is Istio's HTTP filter chain of a direction: peer metadata
-// and gRPC stats first, ALPN override on outbound (it tells the peer which
-// HTTP version comes over mTLS), then fault, CORS and the router.
-func httpFilters(d telemetry.Direction) []*hcm.HttpFilter {
-	fs := []*hcm.HttpFilter{
-		httpFilter(telemetry.MetadataExchangeName, telemetry.HTTPPeerMetadata(d)),
-		httpFilter(telemetry.GRPCStatsName, telemetry.GRPCStats()),
+// httpFilters is Istio's HTTP filter chain of a direction: peer metadata,
+// on inbound the policy filters (ext_authz, jwt_authn, RBAC), gRPC stats,
+// ALPN override on outbound (it tells the peer which HTTP version comes
+// over mTLS), then fault, CORS and the router.
+func httpFilters(d telemetry.Direction, policy []*hcm.HttpFilter) []*hcm.HttpFilter {
+	fs := []*hcm.HttpFilter{httpFilter(telemetry.MetadataExchangeName, telemetry.HTTPPeerMetadata(d))}
+	if d == telemetry.Inbound {
+		fs = append(fs, policy...)
 	}
+	fs = append(fs, httpFilter(telemetry.GRPCStatsName, telemetry.GRPCStats()))
 	if d == telemetry.Outbound {
 		fs = append(fs, httpFilter(telemetry.ALPNName, telemetry.ALPN()))
 	}
@@ -53,7 +55,7 @@ func httpFilters(d telemetry.Direction) []*hcm.HttpFilter {
 func connectionManager(statPrefix string, d telemetry.Direction, o Options) *hcm.HttpConnectionManager {
 	return &hcm.HttpConnectionManager{
 		StatPrefix:                   statPrefix,
-		HttpFilters:                  httpFilters(d),
+		HttpFilters:                  httpFilters(d, o.InboundHTTPPolicy),
 		Tracing:                      o.Tracing,
 		StreamIdleTimeout:            durationpb.New(0),
 		AccessLog:                    o.accessLogs(),

@@ -87,17 +87,20 @@ func (o Options) inboundChains(name string, port *wrapperspb.UInt32Value, proto 
 	tlsSockets := o.inboundTLS()
 	var out []*listenerv3.FilterChain
 	for _, c := range authn.Chains(mode, lp, authn.ChainOptions{}) {
-		n, f := name, tcpFilter
+		n := name
+		filters := []*listenerv3.Filter{metadataExchange()}
 		if c.Protocol == authn.ListenerHTTP {
-			f = httpFilter
+			filters = append(filters, httpFilter())
 			if port == nil {
 				n = name + "-catchall-http"
 			}
+		} else {
+			filters = append(append(filters, o.InboundTCPPolicy...), tcpFilter())
 		}
 		out = append(out, &listenerv3.FilterChain{
 			Name:             n,
 			FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: port, TransportProtocol: c.TransportProtocol, ApplicationProtocols: c.ApplicationProtocols},
-			Filters:          []*listenerv3.Filter{metadataExchange(), f()},
+			Filters:          filters,
 			TransportSocket:  tlsSockets.For(c),
 		})
 	}

@@ -48,6 +48,14 @@ type Options struct {
 	MTLS authn.Policy
 	// TLS are the sockets of mTLS chains (nil: built from TrustDomain).
 	TLS *authn.InboundTLS
+	// InboundHTTPPolicy are the authentication and authorization filters
+	// of inbound HTTP chains, in order (ext_authz, jwt_authn, RBAC); they
+	// follow the peer metadata filter.
+	InboundHTTPPolicy []*hcm.HttpFilter
+	// InboundTCPPolicy are the authorization filters of inbound TCP
+	// chains, in order; they follow the metadata exchange, before the TCP
+	// proxy.
+	InboundTCPPolicy []*listenerv3.Filter
 }
 
 // InboundTarget is a port of the proxy's workload that services target.
