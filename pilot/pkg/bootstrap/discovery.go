@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 
 	"google.golang.org/grpc"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/pushengine"
+	"github.com/meshplane/istiod/pkg/monitoring"
 )
 
 // discovery is the xDS half of the server: environment, ADS server, push
@@ -21,6 +24,7 @@ type discovery struct {
 	engine   *pushengine.Engine
 	grpc     *grpc.Server
 	listener net.Listener
+	jwks     *authn.Resolver
 }
 
 // initDiscovery wires the push path: config events and registry updates go
@@ -39,6 +43,12 @@ func (s *Server) initDiscovery() {
 	d.server.SetPushThrottle(s.args.PushThrottle)
 	d.server.SetControlPlane(controlPlaneID(s.args.PodName))
 	gens := &generators.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate}
+	// jwksUri keys are fetched in the background and never block a push;
+	// new keys push everyone, as in Istio
+	d.jwks = authn.NewResolver(authn.ResolverOptions{Metrics: jwksMetrics(), OnChange: func() {
+		d.engine.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.GlobalUpdate)})
+	}})
+	gens.JWKS = d.jwks
 	// config that is never sent, or that proxies reject, is not silent
 	s.problems.AddProvider(d.server.Problems)
 	gens.Register(d.server)
@@ -79,6 +89,11 @@ func (s *Server) startDiscovery() error {
 		}
 		s.discovery.server.InitPushContext(s.discovery.env)
 		s.discovery.engine.Start(s.internalStop)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.discovery.jwks.Run(s.internalStop)
+		}()
 		scope.Infof("xDS ready: first push context built")
 		<-s.discovery.engine.Done()
 	}()
@@ -96,3 +111,13 @@ func (s *Server) PushEngine() *pushengine.Engine { return s.discovery.engine }
 
 // pushzHandler serves the push engine's record.
 func (s *Server) pushzHandler() http.HandlerFunc { return s.discovery.engine.PushzHandler() }
+
+// jwksMetrics are the JWKS resolver's counters, registered once per process
+// (tests run several servers in one).
+var jwksMetrics = sync.OnceValue(func() *authn.ResolverMetrics {
+	m, err := authn.NewResolverMetrics(monitoring.Registry)
+	if err != nil {
+		scope.Errorf("JWKS resolver metrics: %v", err)
+	}
+	return m
+})

@@ -8,6 +8,8 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
@@ -24,6 +26,9 @@ import (
 type SidecarGenerators struct {
 	Endpoints *model.EndpointIndex
 	Discovery model.ServiceDiscovery
+	// JWKS resolves the jwksUri of RequestAuthentications (nil: only inline
+	// jwks are used; the others get a key set that accepts no token).
+	JWKS authn.JwksResolver
 
 	cache snapshotCache[cacheKey]
 	eds   snapshotCache[edsKey]
@@ -134,7 +139,7 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain(),
 		MTLS: authn.ProxyMTLS(push.PeerAuthentications(proxy), authn.MTLSOptions{RootNamespace: push.RootNamespace()}),
-		TLS:  g.inboundTLS(push)}
+		TLS:  g.inboundTLS(push), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy)}
 	// outbound listeners depend on the proxy only through the services its
 	// sidecar scope sees and what its tracing tags say
 	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy), name: tp.Key()}
@@ -245,4 +250,14 @@ func (g *SidecarGenerators) inboundTLS(push *model.PushContext) *authn.InboundTL
 		g.tls.Store(st)
 	}
 	return &st.tls
+}
+
+// inboundHTTPPolicy are the policy filters of the proxy's inbound HTTP
+// chains: the JWT filter of its RequestAuthentications.
+func (g *SidecarGenerators) inboundHTTPPolicy(push *model.PushContext, proxy *model.Proxy) []*hcm.HttpFilter {
+	var out []*hcm.HttpFilter
+	if f := authn.JwtFilter(push.RequestAuthentications(proxy), authn.JWTOptions{Resolver: g.JWKS}); f != nil {
+		out = append(out, f)
+	}
+	return out
 }
