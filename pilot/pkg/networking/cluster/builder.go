@@ -230,8 +230,9 @@ func BuildInboundPassthrough(m *meshconfig.MeshConfig) *clusterv3.Cluster {
 }
 
 // BuildInbound is the cluster of one of the proxy's own ports, shared by the
-// services that target it.
-func BuildInbound(port int, services []*model.Service, m *meshconfig.MeshConfig) *clusterv3.Cluster {
+// services that target it; an HTTP/2 (gRPC) port speaks HTTP/2 to the
+// application.
+func BuildInbound(port int, proto protocol.Instance, services []*model.Service, m *meshconfig.MeshConfig) *clusterv3.Cluster {
 	name := SubsetKey(Inbound, "", "", port)
 	c := originalDst(name, name, m)
 	c.CleanupInterval = &durationpb.Duration{Seconds: 9223372035} // Istio's "never"
@@ -244,6 +245,9 @@ func BuildInbound(port int, services []*model.Service, m *meshconfig.MeshConfig)
 	if len(entries) > 0 {
 		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: map[string]*structpb.Value{
 			"services": structpb.NewListValue(&structpb.ListValue{Values: entries})}}}}
+	}
+	if proto.IsHTTP2() {
+		setHTTPProtocolOptions(c, nil, true)
 	}
 	return c
 }

@@ -43,7 +43,7 @@ func TestServiceMetadataSurvivesInvalidUTF8(t *testing.T) {
 	m := mesh.DefaultMeshConfig()
 
 	outbound := cluster.BuildOutbound(svc, cluster.Options{Mesh: m, DestinationRule: dr})
-	inbound := cluster.BuildInbound(9080, []*model.Service{svc}, m)
+	inbound := cluster.BuildInbound(9080, protocol.HTTP, []*model.Service{svc}, m)
 	for _, c := range append(outbound, inbound) {
 		got := istioServices(t, c)
 		if len(got) != 1 || got[0]["name"] != "re\uFFFDviews" || got[0]["namespace"] != "bookinfo" ||

@@ -140,7 +140,7 @@ func TestSpecialClustersMatchIstio(t *testing.T) {
 	m := mesh.DefaultMeshConfig()
 	pp := service("productpage", "bookinfo", 9080, protocol.HTTP, model.ClientSideLB)
 	for _, got := range []*clusterv3.Cluster{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m),
-		cluster.BuildInbound(9080, []*model.Service{pp}, m)} {
+		cluster.BuildInbound(9080, protocol.HTTP, []*model.Service{pp}, m)} {
 		if err := got.ValidateAll(); err != nil {
 			t.Errorf("%s: invalid: %v", got.Name, err)
 		}

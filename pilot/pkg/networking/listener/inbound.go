@@ -57,7 +57,7 @@ func virtualInbound(o Options) *listenerv3.Listener {
 			port = wrapperspb.UInt32(pc.Port)
 		}
 		l.FilterChains = append(l.FilterChains, o.inboundChains(VirtualInbound, port, protocol.Unsupported, pc.Mode,
-			inboundHTTP(passthrough+";", passthrough, passthrough, "inbound|http|0", ":0/*", o),
+			inboundHTTP(passthrough+";", passthrough, passthrough, "inbound|http|0", ":0/*", protocol.Unsupported, o),
 			func() *listenerv3.Filter { return tcpProxy(passthrough, o, true) })...)
 	}
 	for _, p := range ports {
@@ -68,10 +68,26 @@ func virtualInbound(o Options) *listenerv3.Listener {
 			op = p.Services[0].Hostname + ":" + strconv.Itoa(p.ServicePort) + "/*"
 		}
 		l.FilterChains = append(l.FilterChains, o.inboundChains(name, wrapperspb.UInt32(uint32(p.Port)), p.Protocol, o.MTLS.Mode(uint32(p.Port)),
-			inboundHTTP("inbound_"+name+";", c, c, "inbound|http|"+strconv.Itoa(p.Port), op, o),
+			inboundHTTP("inbound_"+name+";", c, c, "inbound|http|"+strconv.Itoa(p.Port), op, p.Protocol, o),
 			func() *listenerv3.Filter { return tcpProxy(c, o, true) })...)
 	}
+	if !sniffsPlainHTTP(l.FilterChains) {
+		// no chain tells plain HTTP from TCP (STRICT everywhere it would
+		// matter): Istio leaves the HTTP inspector out
+		l.ListenerFilters = l.ListenerFilters[:2]
+	}
 	return l
+}
+
+// sniffsPlainHTTP reports whether a chain matches plain text by the
+// application protocol the HTTP inspector detects.
+func sniffsPlainHTTP(chains []*listenerv3.FilterChain) bool {
+	for _, fc := range chains {
+		if m := fc.GetFilterChainMatch(); m.GetTransportProtocol() == "raw_buffer" && len(m.GetApplicationProtocols()) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // inboundChains are the chains of one destination (a port, or every other
@@ -110,9 +126,17 @@ func (o Options) inboundChains(name string, port *wrapperspb.UInt32Value, proto 
 // inboundHTTP is the connection manager of an inbound HTTP chain: one route
 // to the inbound cluster, with Istio's inbound settings (client certificate
 // details forwarded, no timeout, retry only before the request is sent).
-func inboundHTTP(statPrefix, routeName, clusterName, vhost, operation string, o Options) func() *listenerv3.Filter {
+func inboundHTTP(statPrefix, routeName, clusterName, vhost, operation string, proto protocol.Instance, o Options) func() *listenerv3.Filter {
 	return func() *listenerv3.Filter {
 		m := connectionManager(statPrefix, telemetry.Inbound, o)
+		if proto.IsHTTP2() {
+			m.Http2ProtocolOptions = &core.Http2ProtocolOptions{}
+		}
+		// a gRPC call is not retried (Istio leaves the retry out)
+		var retry *routev3.RetryPolicy
+		if !proto.IsGRPC() {
+			retry = &routev3.RetryPolicy{RetryOn: "reset-before-request", NumRetries: wrapperspb.UInt32(2)}
+		}
 		m.ServerName = "istio-envoy"
 		m.ForwardClientCertDetails = hcm.HttpConnectionManager_APPEND_FORWARD
 		m.SetCurrentClientCertDetails = &hcm.HttpConnectionManager_SetCurrentClientCertDetails{Subject: wrapperspb.Bool(true), Dns: true, Uri: true}
@@ -124,7 +148,7 @@ func inboundHTTP(statPrefix, routeName, clusterName, vhost, operation string, o 
 				Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 					ClusterSpecifier:  &routev3.RouteAction_Cluster{Cluster: clusterName},
 					Timeout:           durationpb.New(0),
-					RetryPolicy:       &routev3.RetryPolicy{RetryOn: "reset-before-request", NumRetries: wrapperspb.UInt32(2)},
+					RetryPolicy:       retry,
 					MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(0), GrpcTimeoutHeaderMax: durationpb.New(0)},
 				}},
 				Decorator: &routev3.Decorator{Operation: operation},

@@ -74,7 +74,7 @@ func TestGRPCConfigMatchesIstio(t *testing.T) {
 		for _, n := range c.State(typ) {
 			got[n] = refmesh.Decode(t, render1(t, c, typ, n)).(map[string]any)
 		}
-		want := referenceResources(t, "real/grpc-reviews/"+refFile[short])
+		want := referenceResources(t, refmesh.Bookinfo, "real/grpc-reviews/"+refFile[short])
 		for path := range referenceGRPCAllowed[short] {
 			for _, m := range []map[string]map[string]any{got, want} {
 				for _, r := range m {

@@ -39,15 +39,23 @@ var referenceAllowed = map[string]map[string]string{}
 // registries and generators, connects the reference sidecar over delta ADS
 // and compares every resource of every type with what Istio's istiod sent.
 func TestSidecarConfigMatchesIstio(t *testing.T) {
-	src, env := refmesh.Env(t)
+	compareWithIstio(t, refmesh.Bookinfo, referenceProxy, "real/sidecar-productpage", referenceAllowed)
+}
+
+// compareWithIstio runs a reference mesh through the real registries and
+// the generators, connects the proxy over delta ADS and compares every
+// resource of every type with what Istio's istiod sent it (in realDir).
+func compareWithIstio(t *testing.T, m refmesh.Mesh, proxy adsc.Config, realDir string, allowed map[string]map[string]string) {
+	t.Helper()
+	src, env := m.Env(t)
 	s := xdstest.NewServer(t)
 	(&generators.SidecarGenerators{Endpoints: src.Index, Discovery: src.Agg}).Register(s.DS)
 	s.DS.InitPushContext(env)
-	c := xdstest.Dial(t, s, referenceProxy)
+	c := xdstest.Dial(t, s, proxy)
 
 	for _, typ := range []string{xds.ClusterType, xds.EndpointType, xds.ListenerType, xds.RouteType} {
 		short := xds.ShortType(typ)
-		want := referenceResources(t, "real/sidecar-productpage/"+refFile[short])
+		want := referenceResources(t, m, realDir+"/"+refFile[short])
 		var names []string
 		if typ == xds.EndpointType || typ == xds.RouteType {
 			for n := range want {
@@ -63,7 +71,7 @@ func TestSidecarConfigMatchesIstio(t *testing.T) {
 		for _, n := range c.State(typ) {
 			got[n] = refmesh.Decode(t, render1(t, c, typ, n)).(map[string]any)
 		}
-		diffResources(t, short, got, want, referenceAllowed[short])
+		diffResources(t, short, got, want, allowed[short])
 	}
 }
 
@@ -78,10 +86,10 @@ func render1(t *testing.T, c *adsc.Client, typ, name string) []byte {
 	return b
 }
 
-func referenceResources(t *testing.T, rel string) map[string]map[string]any {
+func referenceResources(t *testing.T, m refmesh.Mesh, rel string) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
-	for _, r := range refmesh.Decode(t, refmesh.ReadFile(t, rel)).([]any) {
+	for _, r := range refmesh.Decode(t, m.ReadFile(t, rel)).([]any) {
 		m := r.(map[string]any)
 		name, _ := m["name"].(string)
 		if name == "" {
@@ -93,7 +101,8 @@ func referenceResources(t *testing.T, rel string) map[string]map[string]any {
 }
 
 // diffResources reports resources one side lacks and, per resource, every
-// top-level field that differs unless allowed.
+// top-level field that differs unless allowed (by field, or by
+// "<resource>:<field>" for one resource only).
 func diffResources(t *testing.T, typ string, got, want map[string]map[string]any, allowed map[string]string) {
 	t.Helper()
 	for n := range want {
@@ -109,6 +118,9 @@ func diffResources(t *testing.T, typ string, got, want map[string]map[string]any
 		}
 		for _, k := range unionKeys(g, w) {
 			if _, ok := allowed[k]; ok {
+				continue
+			}
+			if _, ok := allowed[n+":"+k]; ok {
 				continue
 			}
 			for _, d := range jsonDiff(k, g[k], w[k]) {

@@ -1,6 +1,7 @@
 package generators
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -16,6 +18,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
+	"github.com/meshplane/istiod/pilot/pkg/security/authz"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
@@ -32,7 +35,7 @@ type SidecarGenerators struct {
 
 	cache snapshotCache[cacheKey]
 	eds   snapshotCache[edsKey]
-	tls   atomic.Pointer[snapshotTLS]
+	sec   atomic.Pointer[snapshotSecurity]
 }
 
 // Register installs the sidecar generators as the defaults.
@@ -117,7 +120,7 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 	}
 	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
 	for _, t := range g.proxyTargets(proxy) {
-		out = append(out, cluster.BuildInbound(t.Port, t.Services, m))
+		out = append(out, cluster.BuildInbound(t.Port, t.Protocol, t.Services, m))
 	}
 	res.Append(toResources(xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }))
 	return res, nil
@@ -139,7 +142,8 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain(),
 		MTLS: authn.ProxyMTLS(push.PeerAuthentications(proxy), authn.MTLSOptions{RootNamespace: push.RootNamespace()}),
-		TLS:  g.inboundTLS(push), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy)}
+		TLS:  g.inboundTLS(push), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
+		InboundTCPPolicy: g.inboundTCPPolicy(push, proxy)}
 	// outbound listeners depend on the proxy only through the services its
 	// sidecar scope sees and what its tracing tags say
 	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy), name: tp.Key()}
@@ -233,31 +237,80 @@ func telemetryProxy(p *model.Proxy) telemetry.Proxy {
 	return out
 }
 
-// snapshotTLS are the inbound mTLS sockets of one snapshot's mesh config.
-type snapshotTLS struct {
-	seq uint64
-	tls authn.InboundTLS
+// snapshotSecurity is what inbound policy needs of one snapshot, built
+// once: the mesh's mTLS sockets and the authorization builder (trust
+// domains, extension providers).
+type snapshotSecurity struct {
+	seq   uint64
+	tls   authn.InboundTLS
+	authz *authz.Builder
 }
 
-// inboundTLS builds the mesh's inbound mTLS sockets once per snapshot (they
-// depend on the trust domains and the mesh's TLS settings only).
+func (g *SidecarGenerators) security(push *model.PushContext) *snapshotSecurity {
+	if cur := g.sec.Load(); cur != nil && cur.seq == push.Seq() {
+		return cur
+	}
+	st := &snapshotSecurity{seq: push.Seq(), tls: authn.NewInboundTLS(authn.TLSOptionsFromMesh(push.Mesh)),
+		authz: authz.New(authz.Options{Mesh: push.Mesh, LookupCluster: lookupCluster(push)})}
+	if cur := g.sec.Load(); cur == nil || cur.seq < st.seq {
+		g.sec.Store(st)
+	}
+	return st
+}
+
+// inboundTLS are the snapshot's inbound mTLS sockets.
 func (g *SidecarGenerators) inboundTLS(push *model.PushContext) *authn.InboundTLS {
-	if cur := g.tls.Load(); cur != nil && cur.seq == push.Seq() {
-		return &cur.tls
+	return &g.security(push).tls
+}
+
+// lookupCluster resolves an extension provider's service ("<ns>/<host>"
+// or a hostname) to its outbound cluster, as Istio does: unknown or
+// ambiguous (one hostname in several namespaces) is an error.
+func lookupCluster(push *model.PushContext) authz.ClusterLookup {
+	return func(service string, port uint32) (string, string, error) {
+		ns, host, scoped := strings.Cut(service, "/")
+		if !scoped {
+			host, ns = service, ""
+		}
+		var found *model.Service
+		for _, svc := range push.ServicesForHostname(host) {
+			if ns != "" && svc.Attributes.Namespace != ns {
+				continue
+			}
+			if found != nil {
+				return "", "", fmt.Errorf("service %s is ambiguous: it exists in namespaces %s and %s", service, found.Attributes.Namespace, svc.Attributes.Namespace)
+			}
+			found = svc
+		}
+		if found == nil {
+			return "", "", fmt.Errorf("service %s not found", service)
+		}
+		return found.Hostname, cluster.SubsetKey(cluster.Outbound, "", found.Hostname, int(port)), nil
 	}
-	st := &snapshotTLS{seq: push.Seq(), tls: authn.NewInboundTLS(authn.TLSOptionsFromMesh(push.Mesh))}
-	if cur := g.tls.Load(); cur == nil || cur.seq < st.seq {
-		g.tls.Store(st)
-	}
-	return &st.tls
 }
 
 // inboundHTTPPolicy are the policy filters of the proxy's inbound HTTP
-// chains: the JWT filter of its RequestAuthentications.
+// chains, in Istio's order: CUSTOM (ext_authz), the JWT filter of its
+// RequestAuthentications, then AUDIT, DENY and ALLOW RBAC.
 func (g *SidecarGenerators) inboundHTTPPolicy(push *model.PushContext, proxy *model.Proxy) []*hcm.HttpFilter {
-	var out []*hcm.HttpFilter
-	if f := authn.JwtFilter(push.RequestAuthentications(proxy), authn.JWTOptions{Resolver: g.JWKS}); f != nil {
-		out = append(out, f)
+	jwt := authn.JwtFilter(push.RequestAuthentications(proxy), authn.JWTOptions{Resolver: g.JWKS})
+	h := g.security(push).authz.BuildHTTP(push.AuthorizationPolicies(proxy))
+	logPolicyWarnings(proxy, h.Warnings)
+	return h.With(jwt)
+}
+
+// inboundTCPPolicy are the authorization filters of the proxy's inbound TCP
+// chains.
+func (g *SidecarGenerators) inboundTCPPolicy(push *model.PushContext, proxy *model.Proxy) []*listenerv3.Filter {
+	t := g.security(push).authz.BuildTCP(push.AuthorizationPolicies(proxy))
+	logPolicyWarnings(proxy, t.Warnings)
+	return t.All()
+}
+
+// logPolicyWarnings says what a policy lost in translation (an HTTP-only
+// field on TCP, an invalid value).
+func logPolicyWarnings(proxy *model.Proxy, ws []authz.Warning) {
+	for _, w := range ws {
+		genLog.Debugf("%s: %v", proxy.ID, w.Error())
 	}
-	return out
 }

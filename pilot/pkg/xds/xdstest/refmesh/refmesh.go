@@ -3,14 +3,17 @@ package refmesh
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -44,14 +47,7 @@ func (r Registries) EndpointIndex() *model.EndpointIndex { return r.Index }
 
 // ReadFile reads a file of the bookinfo reference (see tests/refdata for
 // what happens when it is missing).
-func ReadFile(t testing.TB, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(refdata.Dir(t, "bookinfo"), rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func ReadFile(t testing.TB, rel string) []byte { return Bookinfo.ReadFile(t, rel) }
 
 // Decode decodes JSON with numbers kept as written.
 func Decode(t testing.TB, b []byte) any {
@@ -65,12 +61,86 @@ func Decode(t testing.TB, b []byte) any {
 	return v
 }
 
-// BuildRegistries runs the reference input through the Kubernetes and
+// Mesh names a reference mesh: a directory of ../shared/reference and its
+// input files, applied in order (a later object replaces an earlier one of
+// the same kind, namespace and name).
+type Mesh struct {
+	Dir    string
+	Inputs []string
+	// PodIPs marks pods Running and ready with an IP, as the reference run
+	// did (no kubelet ran), by pod name.
+	PodIPs map[string]string
+}
+
+// Bookinfo is the bookinfo reference mesh.
+var Bookinfo = Mesh{Dir: "bookinfo", Inputs: []string{"input/bookinfo.yaml"}}
+
+// Policy is bookinfo with the security policies of ../shared/reference/policy.
+var Policy = Mesh{Dir: "policy", Inputs: []string{"input/bookinfo.yaml", "input/policy.yaml"},
+	PodIPs: map[string]string{"productpage-v1-abc": "10.244.0.10", "ratings-v1-abc": "10.244.0.31"}}
+
+// ReadFile reads a file of the mesh's reference directory.
+func (m Mesh) ReadFile(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(refdata.Dir(t, m.Dir), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// input splits the mesh's inputs into Kubernetes objects and Istio configs.
+func (m Mesh) input(t testing.TB) ([]kruntime.Object, []config.Config) {
+	t.Helper()
+	var objs []kruntime.Object
+	var cfgs []config.Config
+	objIndex, cfgIndex := map[string]int{}, map[string]int{}
+	for _, in := range m.Inputs {
+		ins, cs := SplitInput(t, m.ReadFile(t, in))
+		for _, o := range ins {
+			acc, err := meta.Accessor(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := fmt.Sprintf("%T/%s/%s", o, acc.GetNamespace(), acc.GetName())
+			if i, ok := objIndex[k]; ok {
+				objs[i] = o
+				continue
+			}
+			objIndex[k] = len(objs)
+			objs = append(objs, o)
+		}
+		for _, c := range cs {
+			k := c.GroupVersionKind.String() + "/" + c.Namespace + "/" + c.Name
+			if i, ok := cfgIndex[k]; ok {
+				cfgs[i] = c
+				continue
+			}
+			cfgIndex[k] = len(cfgs)
+			cfgs = append(cfgs, c)
+		}
+	}
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			if ip, ok := m.PodIPs[p.Name]; ok {
+				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+					Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+			}
+		}
+	}
+	return objs, cfgs
+}
+
+// BuildRegistries runs the bookinfo reference input through the registries
+// (see Mesh.BuildRegistries).
+func BuildRegistries(t testing.TB) Registries { return Bookinfo.BuildRegistries(t) }
+
+// BuildRegistries runs the mesh's input through the Kubernetes and
 // ServiceEntry registries, through client-go's fake clientset, plus the
 // "kubernetes" Service every API server has (Istio's answer lists it).
-func BuildRegistries(t testing.TB) Registries {
+func (m Mesh) BuildRegistries(t testing.TB) Registries {
 	t.Helper()
-	objs, cfgs := SplitInput(t, ReadFile(t, "input/bookinfo.yaml"))
+	objs, cfgs := m.input(t)
 	objs = append(objs, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
 			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
@@ -104,24 +174,27 @@ func BuildRegistries(t testing.TB) Registries {
 	return Registries{Agg: agg, Index: index}
 }
 
-// Env runs the reference mesh's Kubernetes objects through the registries
-// and its Istio objects and mesh file into an environment.
-func Env(t testing.TB) (Registries, *model.Environment) {
+// Env is Bookinfo.Env.
+func Env(t testing.TB) (Registries, *model.Environment) { return Bookinfo.Env(t) }
+
+// Env runs the mesh's Kubernetes objects through the registries and its
+// Istio objects and mesh file into an environment.
+func (m Mesh) Env(t testing.TB) (Registries, *model.Environment) {
 	t.Helper()
-	src := BuildRegistries(t)
-	_, cfgs := SplitInput(t, ReadFile(t, "input/bookinfo.yaml"))
+	src := m.BuildRegistries(t)
+	_, cfgs := m.input(t)
 	store := memory.New(collections.Pilot)
 	for _, c := range cfgs {
 		if _, err := store.Create(c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m, _, err := mesh.ApplyMeshConfig(string(ReadFile(t, "input/mesh.yaml")), mesh.DefaultMeshConfig())
+	mc, _, err := mesh.ApplyMeshConfig(string(m.ReadFile(t, "input/mesh.yaml")), mesh.DefaultMeshConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: src.Agg, EndpointIndex: src.Index,
-		Mesh: func() *meshconfig.MeshConfig { return m }})
+		Mesh: func() *meshconfig.MeshConfig { return mc }})
 	return src, env
 }
 
@@ -135,7 +208,7 @@ func SplitInput(t testing.TB, data []byte) ([]kruntime.Object, []config.Config) 
 		if strings.TrimSpace(doc) == "" {
 			continue
 		}
-		if strings.Contains(doc, "istio.io/") {
+		if istioAPIVersion.MatchString(doc) {
 			for _, d := range crd.Parse([]byte(doc), crd.Options{Schemas: collections.Pilot, Domain: "cluster.local"}) {
 				if d.Err != nil {
 					t.Fatal(d.Err)
@@ -158,3 +231,7 @@ func SplitInput(t testing.TB, data []byte) ([]kruntime.Object, []config.Config) 
 	}
 	return objs, cfgs
 }
+
+// istioAPIVersion finds Istio documents by their apiVersion (labels such
+// as security.istio.io/tlsMode appear on Kubernetes objects too).
+var istioAPIVersion = regexp.MustCompile(`(?m)^apiVersion:\s*\S*istio\.io/`)
