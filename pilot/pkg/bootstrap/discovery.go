@@ -25,6 +25,8 @@ type discovery struct {
 	grpc     *grpc.Server
 	listener net.Listener
 	jwks     *authn.Resolver
+	// authorizationz reports a connected proxy's policies (/debug/authorizationz)
+	authorizationz func(proxyID string) (any, bool)
 }
 
 // initDiscovery wires the push path: config events and registry updates go
@@ -51,11 +53,17 @@ func (s *Server) initDiscovery() {
 	gens.JWKS = d.jwks
 	// config that is never sent, or that proxies reject, is not silent
 	s.problems.AddProvider(d.server.Problems)
+	// and neither are the policies Istio ignores
+	s.problems.AddProvider(model.PolicyProblemSource(d.server.PushContext))
 	gens.Register(d.server)
 	gens.RegisterGRPC(d.server)
+	d.authorizationz = gens.Authorizationz(d.server)
 	push := d.server.PushFunc(d.env)
 	d.engine = pushengine.New(pushengine.Options{Debounce: s.args.Debounce, Push: func(req *model.PushRequest) pushengine.PushResult {
 		st := push(req)
+		if req.Full {
+			d.server.PushContext().PolicyProblems() // logs new ones at WARN, sets istiod_policy_ignored
+		}
 		return pushengine.PushResult{ProxiesPushed: st.Proxies, IndexesRebuilt: st.IndexesRebuilt, IndexesReused: st.IndexesReused}
 	}})
 	for _, sc := range s.store.Schemas().All() {

@@ -221,6 +221,7 @@ func (s *Server) initServers() {
 		opts.Authenticate = s.secure.httpAuthenticate
 	}
 	debug := xdsdebug.New(opts)
+	debug.AddAuthorizationz(s.discovery.authorizationz)
 	httpMux := http.NewServeMux()
 	httpMux.HandleFunc("/ready", s.ready)
 	debug.Install(httpMux)

@@ -1,0 +1,42 @@
+package debug
+
+import (
+	"net/http"
+)
+
+// AuthorizationzSource reports the security policy of the connected proxy
+// with an ID (<pod>.<namespace>): any JSON-marshalable value, built for the
+// caller. connected is false when no such proxy is connected; the report is
+// nil when there is nothing to report from yet (no snapshot). Bootstrap
+// wires the generators' report here, so that this package needs neither
+// the generators nor the policy translation.
+type AuthorizationzSource func(proxyID string) (report any, connected bool)
+
+// AddAuthorizationz serves /debug/authorizationz?proxyID=<pod>.<namespace>
+// from src: the effective mTLS mode of each inbound port and the
+// PeerAuthentications that decided it, the RequestAuthentications and
+// AuthorizationPolicies that apply in evaluation order, the RBAC rules they
+// became, and the translation warnings. Call it before Install; a nil src
+// serves nothing. Like every endpoint but config_dump and edsz, it is
+// served to loopback callers and to istiod's own namespace only.
+func (d *Debug) AddAuthorizationz(src AuthorizationzSource) {
+	if src == nil {
+		return
+	}
+	d.add("authorizationz", "a proxy's mTLS modes, authentication and authorization policies and their RBAC rules (?proxyID=<pod>.<namespace>)",
+		func(w http.ResponseWriter, r *http.Request) {
+			id, ok := proxyID(w, r)
+			if !ok {
+				return
+			}
+			report, connected := src(id)
+			switch {
+			case !connected:
+				http.Error(w, "proxy "+id+" is not connected", http.StatusNotFound)
+			case report == nil:
+				http.Error(w, "no push context yet", http.StatusServiceUnavailable)
+			default:
+				writeJSON(w, r, report)
+			}
+		})
+}
