@@ -42,9 +42,9 @@ bench:
 run: build
 	$(OUT)/istiod discovery --configDir manifests/examples/bookinfo --meshConfig manifests/examples/mesh.yaml
 
-# Regenerate the generators' golden files (pilot/pkg/xds/generators/testdata).
+# Regenerate the golden files of the generators and the security translations (their testdata/).
 golden:
-	$(GO) test ./pilot/pkg/xds/generators -run TestGoldens -update
+	$(GO) test ./pilot/pkg/xds/generators ./pilot/pkg/security/... -run 'TestGoldens|TestGolden' -update
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pilot/pkg/config/kube/crd

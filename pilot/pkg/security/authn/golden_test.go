@@ -3,20 +3,19 @@ package authn_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/meshplane/istiod/tests/golden"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 
 // goldenCase is the first document of testdata/<case>.yaml; the others are
 // the PeerAuthentications and RequestAuthentications of the mesh.
@@ -128,39 +127,16 @@ func TestGolden(t *testing.T) {
 	if err != nil || len(inputs) == 0 {
 		t.Fatalf("no cases: %v", err)
 	}
-	seen := map[string]bool{}
+	var files golden.Files
 	for _, in := range inputs {
 		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
-		golden := filepath.Join("testdata", name+".golden.json")
-		seen[golden] = true
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := runGolden(t, b)
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				var g, w any
-				_ = json.Unmarshal(got, &g)
-				_ = json.Unmarshal(want, &w)
-				t.Errorf("%s differs (go test -update to accept):\n%s", golden, joinLines(jsonDiff(g, w)))
-			}
+			files.Check(t, filepath.Join("testdata", name+".golden.json"), runGolden(t, b))
 		})
 	}
-	goldens, _ := filepath.Glob("testdata/*.golden.json")
-	for _, g := range goldens {
-		if !seen[g] {
-			t.Errorf("orphaned golden file %s: no %s", g, strings.TrimSuffix(g, ".golden.json")+".yaml")
-		}
-	}
+	files.Orphans(t, "testdata/*.golden.json")
 }

@@ -2,9 +2,6 @@ package authn_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
@@ -76,52 +73,6 @@ func jsonOf(t *testing.T, m proto.Message) any {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// flatten maps every leaf of a JSON value to its path (a.b[0].c).
-func flatten(prefix string, v any, out map[string]any) {
-	switch x := v.(type) {
-	case map[string]any:
-		if len(x) == 0 {
-			out[prefix] = "{}"
-		}
-		for k, e := range x {
-			flatten(prefix+"."+k, e, out)
-		}
-	case []any:
-		if len(x) == 0 {
-			out[prefix] = "[]"
-		}
-		for i, e := range x {
-			flatten(fmt.Sprintf("%s[%d]", prefix, i), e, out)
-		}
-	default:
-		out[prefix] = x
-	}
-}
-
-// jsonDiff lists the paths where got and want differ, sorted.
-func jsonDiff(got, want any) []string {
-	g, w := map[string]any{}, map[string]any{}
-	flatten("", got, g)
-	flatten("", want, w)
-	var out []string
-	for p, wv := range w {
-		gv, ok := g[p]
-		switch {
-		case !ok:
-			out = append(out, fmt.Sprintf("%s: missing, want %v", p, wv))
-		case !reflect.DeepEqual(gv, wv):
-			out = append(out, fmt.Sprintf("%s: got %v, want %v", p, gv, wv))
-		}
-	}
-	for p, gv := range g {
-		if _, ok := w[p]; !ok {
-			out = append(out, fmt.Sprintf("%s: extra %v", p, gv))
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func joinLines(lines []string) string { return strings.Join(lines, "\n") }

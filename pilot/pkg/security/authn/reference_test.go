@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/meshplane/istiod/tests/golden"
+
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config/protocol"
@@ -139,10 +141,10 @@ func compareChains(t *testing.T, pod string, got []wantChain, ref []map[string]a
 		if r["name"] != w.name {
 			t.Errorf("%s chain %d: name %s, reference %v", pod, i, w.name, r["name"])
 		}
-		if d := jsonDiff(w.match(), r["filterChainMatch"]); len(d) > 0 {
+		if d := golden.Diff("", w.match(), r["filterChainMatch"]); len(d) > 0 {
 			t.Errorf("%s chain %d (%s) filterChainMatch:\n%s", pod, i, w.name, joinLines(d))
 		}
-		if d := jsonDiff(w.socket, r["transportSocket"]); len(d) > 0 {
+		if d := golden.Diff("", w.socket, r["transportSocket"]); len(d) > 0 {
 			t.Errorf("%s chain %d (%s) transportSocket:\n%s", pod, i, w.name, joinLines(d))
 		}
 	}
@@ -226,7 +228,7 @@ func TestReferenceJwtFilter(t *testing.T) {
 		t.Fatalf("reference has %d jwt_authn filters, want 4", len(ref))
 	}
 	for chain, want := range ref {
-		if d := jsonDiff(got, want); len(d) > 0 {
+		if d := golden.Diff("", got, want); len(d) > 0 {
 			t.Errorf("%s:\n%s", chain, joinLines(d))
 		}
 	}

@@ -1,9 +1,7 @@
 package authz_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +11,8 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/security/authz"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/mesh"
+	"github.com/meshplane/istiod/tests/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // goldenOptions is the spec of the optional TestOptions document of a case.
 type goldenOptions struct {
@@ -85,6 +82,7 @@ func TestGolden(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatal("no cases")
 	}
+	var files golden.Files
 	for _, in := range cases {
 		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
 		t.Run(name, func(t *testing.T) {
@@ -100,40 +98,8 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			golden := filepath.Join("testdata", name+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				var w any
-				if err := json.Unmarshal(want, &w); err != nil {
-					t.Fatal(err)
-				}
-				var g any
-				_ = json.Unmarshal(got, &g)
-				t.Errorf("%s differs (go test -update rewrites it):\n%s", golden, strings.Join(diffJSON("", w, g), "\n"))
-			}
+			files.Check(t, filepath.Join("testdata", name+".golden.json"), got)
 		})
 	}
-}
-
-// Every golden file has its case.
-func TestNoOrphanGoldens(t *testing.T) {
-	goldens, err := filepath.Glob("testdata/*.golden.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range goldens {
-		in := strings.TrimSuffix(g, ".golden.json") + ".yaml"
-		if _, err := os.Stat(in); err != nil {
-			t.Errorf("%s has no case %s", g, in)
-		}
-	}
+	files.Orphans(t, "testdata/*.golden.json")
 }

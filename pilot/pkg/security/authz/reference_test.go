@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/meshplane/istiod/tests/golden"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -193,70 +193,6 @@ func asJSON[M proto.Message](t *testing.T, ms []M) []any {
 	return out
 }
 
-// diffJSON lists the differences between two JSON values, path by path.
-func diffJSON(path string, want, got any) []string {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return []string{fmt.Sprintf("%s: want object, got %v", path, got)}
-		}
-		keys := map[string]bool{}
-		for k := range w {
-			keys[k] = true
-		}
-		for k := range g {
-			keys[k] = true
-		}
-		var out []string
-		for _, k := range slices.Sorted(mapsKeys(keys)) {
-			wv, wok := w[k]
-			gv, gok := g[k]
-			switch {
-			case !wok:
-				out = append(out, fmt.Sprintf("%s.%s: unexpected %v", path, k, compact(gv)))
-			case !gok:
-				out = append(out, fmt.Sprintf("%s.%s: missing, want %v", path, k, compact(wv)))
-			default:
-				out = append(out, diffJSON(path+"."+k, wv, gv)...)
-			}
-		}
-		return out
-	case []any:
-		g, ok := got.([]any)
-		if !ok {
-			return []string{fmt.Sprintf("%s: want array, got %v", path, compact(got))}
-		}
-		var out []string
-		for i := 0; i < max(len(w), len(g)); i++ {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			switch {
-			case i >= len(g):
-				out = append(out, fmt.Sprintf("%s: missing, want %v", p, compact(w[i])))
-			case i >= len(w):
-				out = append(out, fmt.Sprintf("%s: unexpected %v", p, compact(g[i])))
-			default:
-				out = append(out, diffJSON(p, w[i], g[i])...)
-			}
-		}
-		return out
-	}
-	if !reflect.DeepEqual(want, got) {
-		return []string{fmt.Sprintf("%s: want %v, got %v", path, compact(want), compact(got))}
-	}
-	return nil
-}
-
-func mapsKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 func compact(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
@@ -317,7 +253,7 @@ func TestReference(t *testing.T) {
 					if want == nil {
 						want = []any{}
 					}
-					if d := diffJSON("filters", want, c.got); len(d) > 0 {
+					if d := golden.Diff("filters", c.got, want); len(d) > 0 {
 						t.Errorf("%s chain %q: %d differences:\n%s", c.kind, k, len(d), strings.Join(d, "\n"))
 					}
 					t.Logf("%s chain %q: %d filters compared", c.kind, k, len(want))

@@ -3,7 +3,6 @@ package generators_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,9 +24,8 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
+	"github.com/meshplane/istiod/tests/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 type goldenCase struct {
 	name   string
@@ -105,7 +103,7 @@ func render(t *testing.T, c *adsc.Client, typeURL string) []byte {
 }
 
 func TestGoldens(t *testing.T) {
-	want := map[string]bool{}
+	var files golden.Files
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
 			env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
@@ -136,30 +134,9 @@ func TestGoldens(t *testing.T) {
 				if typ == xds.RouteType && len(gc.routes) == 0 {
 					continue
 				}
-				file := filepath.Join("testdata", gc.name+"."+xds.ShortType(typ)+".golden.json")
-				want[file] = true
-				got := render(t, c, typ)
-				if *update {
-					if err := os.WriteFile(file, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				exp, err := os.ReadFile(file)
-				if err != nil {
-					t.Fatalf("%v (run go test ./pilot/pkg/xds -run TestGoldens -update)", err)
-				}
-				if !bytes.Equal(exp, got) {
-					t.Errorf("%s differs from the generated config; rerun with -update if the change is intended\n got: %.2000s", file, got)
-				}
+				files.Check(t, filepath.Join("testdata", gc.name+"."+xds.ShortType(typ)+".golden.json"), render(t, c, typ))
 			}
 		})
 	}
-	// orphaned goldens fail
-	files, _ := filepath.Glob("testdata/*.golden.json")
-	for _, f := range files {
-		if !want[f] {
-			t.Errorf("orphaned golden file %s", f)
-		}
-	}
+	files.Orphans(t, "testdata/*.golden.json")
 }

@@ -1,13 +1,7 @@
 package generators_test
 
 import (
-	"encoding/json"
-	"maps"
-	"reflect"
-	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -17,6 +11,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
+	"github.com/meshplane/istiod/tests/golden"
 )
 
 // referenceProxy is the sidecar whose configuration Istio's answer holds.
@@ -116,69 +111,16 @@ func diffResources(t *testing.T, typ string, got, want map[string]map[string]any
 			t.Errorf("%s: we send %q, Istio does not", typ, n)
 			continue
 		}
-		for _, k := range unionKeys(g, w) {
+		for _, k := range golden.UnionKeys(g, w) {
 			if _, ok := allowed[k]; ok {
 				continue
 			}
 			if _, ok := allowed[n+":"+k]; ok {
 				continue
 			}
-			for _, d := range jsonDiff(k, g[k], w[k]) {
+			for _, d := range golden.Diff(k, g[k], w[k]) {
 				t.Errorf("%s %s: %s", typ, n, d)
 			}
 		}
 	}
-}
-
-// unionKeys is the sorted union of two objects' keys.
-func unionKeys(a, b map[string]any) []string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	return slices.Sorted(maps.Keys(keys))
-}
-
-// jsonDiff lists the paths where two decoded JSON values differ, with both
-// values (clipped).
-func jsonDiff(path string, got, want any) []string {
-	if reflect.DeepEqual(got, want) {
-		return nil
-	}
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			break
-		}
-		var out []string
-		for _, k := range unionKeys(g, w) {
-			out = append(out, jsonDiff(path+"."+k, g[k], w[k])...)
-		}
-		return out
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			break
-		}
-		var out []string
-		for i := range w {
-			out = append(out, jsonDiff(path+"["+strconv.Itoa(i)+"]", g[i], w[i])...)
-		}
-		return out
-	}
-	gb, _ := json.Marshal(got)
-	wb, _ := json.Marshal(want)
-	return []string{path + " differs\n got  " + clip(gb) + "\n want " + clip(wb)}
-}
-
-func clip(b []byte) string {
-	s := string(b)
-	if len(s) > 3000 {
-		return s[:3000] + "…"
-	}
-	return strings.TrimSpace(s)
 }
