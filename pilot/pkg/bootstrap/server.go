@@ -172,6 +172,7 @@ func (s *Server) initConfigController() error {
 		stores = append(stores, src)
 	case s.kubeClient != nil:
 		crd, err := crdclient.New(s.kubeClient, s.storedSchemas(), crdclient.Options{
+			Problems:        s.problems,
 			Revision:        s.args.Revision,
 			DomainSuffix:    s.args.Domain,
 			NamespaceFilter: s.nsFilter,

@@ -15,6 +15,7 @@ import (
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 	"github.com/meshplane/istiod/pkg/config/schema/resource"
+	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/kube"
 	"github.com/meshplane/istiod/pkg/kube/krt"
 	"github.com/meshplane/istiod/pkg/log"
@@ -36,6 +37,8 @@ type Options struct {
 	Krt *krt.DebugHandler
 	// SyncLogInterval is how often waiting kinds are logged (default 5s).
 	SyncLogInterval time.Duration
+	// Problems receives the objects that fail validation (may be nil).
+	Problems *diag.Board
 }
 
 // NamespaceFilter is the discovery namespace filter.
@@ -68,6 +71,9 @@ type kindState struct {
 	mu       sync.Mutex
 	informer cache.SharedIndexInformer // nil while the CRD is absent
 	synced   bool
+	// rejected holds, by key, the reason an object's current version is
+	// refused (it is logged once per object and reason)
+	rejected map[string]string
 }
 
 // New builds a client for the schemas. Synthetic kinds are skipped.
@@ -91,7 +97,7 @@ func New(client kube.Client, schemas collection.Schemas, opts Options) (*Client,
 			kopts = append(kopts, krt.WithDebugging(opts.Krt))
 		}
 		c := krt.NewStaticCollection[config.Config](nil, kopts...)
-		cl.kinds[s.GroupVersionKind()] = &kindState{cl: cl, schema: s, collection: c}
+		cl.kinds[s.GroupVersionKind()] = &kindState{cl: cl, schema: s, collection: c, rejected: map[string]string{}}
 		cl.Add(s.GroupVersionKind(), c)
 	}
 	cl.order = b.Build()
@@ -249,6 +255,10 @@ func (k *kindState) upsert(o any, event string) {
 			k.collection.Delete(objectKey(mo))
 			monitoring.ConfigEvents.WithLabelValues(k.schema.Kind(), "delete").Inc()
 		}
+		k.forget(objectKey(mo))
+		return
+	}
+	if !k.validate(cfg) {
 		return
 	}
 	k.collection.Set(cfg)
@@ -263,6 +273,7 @@ func (k *kindState) remove(o any) {
 	if !ok {
 		return
 	}
+	k.forget(objectKey(mo))
 	if k.collection.GetKey(objectKey(mo)) != nil {
 		k.collection.Delete(objectKey(mo))
 		monitoring.ConfigEvents.WithLabelValues(k.schema.Kind(), "delete").Inc()
@@ -281,8 +292,16 @@ func (k *kindState) refilter() {
 	var out []config.Config
 	for _, o := range inf.GetStore().List() {
 		cfg, mo, ok := k.translate(o)
-		if ok && k.accept(mo) {
+		if !ok || !k.accept(mo) {
+			if ok {
+				k.forget(objectKey(mo))
+			}
+			continue
+		}
+		if k.validate(cfg) {
 			out = append(out, cfg)
+		} else if prev := k.collection.GetKey(configKey(cfg)); prev != nil {
+			out = append(out, *prev) // the last good version keeps serving
 		}
 	}
 	k.collection.Reset(out)

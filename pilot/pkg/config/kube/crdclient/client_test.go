@@ -36,10 +36,16 @@ func crd(plural, group string, versions ...string) *apiextv1.CustomResourceDefin
 	return c
 }
 
+// validRoute is a route Istio's validation accepts (a VirtualService
+// needs one).
+func validRoute(host string) []*networking.HTTPRoute {
+	return []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: host}}}}}
+}
+
 func vs(name, ns string, labels map[string]string, host string) *clientnetworking.VirtualService {
 	return &clientnetworking.VirtualService{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		Spec:       networking.VirtualService{Hosts: []string{host}},
+		Spec:       networking.VirtualService{Hosts: []string{host}, Http: validRoute(host)},
 	}
 }
 
@@ -188,7 +194,7 @@ func TestWritesThroughTypedClients(t *testing.T) {
 		crd("virtualservices", "networking.istio.io", "v1"), crd("envoyfilters", "networking.istio.io", "v1alpha3"))
 	cfg := config.Config{
 		Meta: config.Meta{GroupVersionKind: gvk.VirtualService, Name: "w", Namespace: "ns"},
-		Spec: &networking.VirtualService{Hosts: []string{"w"}},
+		Spec: &networking.VirtualService{Hosts: []string{"w"}, Http: validRoute("w")},
 	}
 	if _, err := h.cl.Create(cfg); err != nil {
 		t.Fatal(err)
@@ -200,7 +206,7 @@ func TestWritesThroughTypedClients(t *testing.T) {
 	if err != nil || got.Spec.Hosts[0] != "w" {
 		t.Fatalf("typed Get: %v %v", got, err)
 	}
-	cfg.Spec = &networking.VirtualService{Hosts: []string{"w2"}}
+	cfg.Spec = &networking.VirtualService{Hosts: []string{"w2"}, Http: validRoute("w2")}
 	if _, err := h.cl.Update(cfg); err != nil {
 		t.Fatal(err)
 	}
