@@ -42,6 +42,12 @@ func toResources[T validated](typeURL string, msgs []T, name func(T) string) xds
 			hold(&out, typeURL, name(m), err)
 			continue
 		}
+		if regexTypes[typeURL] {
+			if err := checkBeyondValidation(m); err != nil {
+				hold(&out, typeURL, name(m), err)
+				continue
+			}
+		}
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 		if err != nil {
 			hold(&out, typeURL, name(m), err)
@@ -54,6 +60,10 @@ func toResources[T validated](typeURL string, msgs []T, name func(T) string) xds
 	}
 	return out
 }
+
+// regexTypes are the types whose resources carry regexes from user config
+// (route matches, authorization rules); clusters and endpoints carry none.
+var regexTypes = map[string]bool{xds.RouteType: true, xds.ListenerType: true}
 
 func hold(out *xds.Generated, typeURL, name string, err error) {
 	short := xds.ShortType(typeURL)
