@@ -48,6 +48,7 @@ golden:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pilot/pkg/config/kube/crd
+	$(GO) test -run '^$$' -fuzz FuzzADSRequests -fuzztime $(FUZZTIME) ./pilot/pkg/xds
 
 clean:
 	rm -rf $(OUT)
