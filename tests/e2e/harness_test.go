@@ -106,7 +106,7 @@ func startProcess(tb testing.TB, d *daemon, args ...string) {
 		d.secure = "127.0.0.1:0"
 	}
 	all := append([]string{"discovery", "--httpAddr", d.http, "--monitoringAddr", d.mon,
-		"--grpcAddr", d.grpc, "--secureGRPCAddr", d.secure, "--fileResync", "1h"}, args...)
+		"--grpcAddr", d.grpc, "--secureGRPCAddr", d.secure, "--httpsAddr", "127.0.0.1:0", "--fileResync", "1h"}, args...)
 	d.cmd = exec.Command(binary, all...)
 	// the CA keeps its root in a directory of the test, not the working directory
 	d.cmd.Env = append(os.Environ(), "ISTIOD_CA_DIR="+filepath.Join(tb.TempDir(), "ca"))

@@ -44,6 +44,7 @@ func startIstiod(t *testing.T, env *kube.Env, ns string, opts ...option) *istiod
 	args.MonitoringAddr = "127.0.0.1:0"
 	args.GRPCAddr = "127.0.0.1:0"
 	args.SecureGRPCAddr = "127.0.0.1:0"
+	args.HTTPSAddr = "127.0.0.1:0"
 	args.MeshConfigFile = filepath.Join(t.TempDir(), "no-mesh-file")
 	args.NetworksConfigFile = filepath.Join(t.TempDir(), "no-networks-file")
 	args.ShutdownDuration = 5 * time.Second

@@ -112,7 +112,7 @@ func BenchmarkKubeStartup5k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		httpAddr, monAddr := freeAddr(b), freeAddr(b)
 		cmd := exec.Command(bin, "discovery", "--kubeconfig", env.Kubeconfig, "--httpAddr", httpAddr, "--monitoringAddr", monAddr,
-			"--grpcAddr", freeAddr(b), "--secureGRPCAddr", freeAddr(b),
+			"--grpcAddr", freeAddr(b), "--secureGRPCAddr", freeAddr(b), "--httpsAddr", "127.0.0.1:0",
 			"--meshConfig", "/nonexistent", "--networksConfig", "/nonexistent", "-n", "istio-system",
 			"--log_output_level", "default:warn,kube:warn,mesh:warn,bootstrap:info")
 		cmd.Env = append(os.Environ(), "ISTIOD_CA_DIR="+filepath.Join(b.TempDir(), "ca"))

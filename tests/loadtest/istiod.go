@@ -76,7 +76,7 @@ func startIstiod(bin, configDir, meshFile, logPath string) (*daemon, error) {
 	}
 	d := &daemon{http: addrs[0], grpc: addrs[2], logPath: logPath, exited: make(chan struct{})}
 	d.cmd = exec.Command(bin, "discovery", "--configDir", configDir, "--meshConfig", meshFile,
-		"--httpAddr", addrs[0], "--monitoringAddr", addrs[1], "--grpcAddr", addrs[2], "--secureGRPCAddr", addrs[3], "--fileResync", "1h")
+		"--httpAddr", addrs[0], "--monitoringAddr", addrs[1], "--grpcAddr", addrs[2], "--secureGRPCAddr", addrs[3], "--httpsAddr", "127.0.0.1:0", "--fileResync", "1h")
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.Env = append(os.Environ(), "ISTIOD_CA_DIR="+filepath.Join(filepath.Dir(logPath), "ca"))
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -19,7 +19,7 @@ func startFileServer(t *testing.T) *bootstrap.Server {
 	args.ConfigDir = "../../../manifests/examples/bookinfo"
 	args.MeshConfigFile = "../../../manifests/examples/mesh.yaml"
 	args.NetworksConfigFile = filepath.Join(t.TempDir(), "no-networks-file")
-	args.HTTPAddr, args.MonitoringAddr, args.GRPCAddr, args.SecureGRPCAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	args.HTTPAddr, args.MonitoringAddr, args.GRPCAddr, args.SecureGRPCAddr, args.HTTPSAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	args.ShutdownDuration = 5 * time.Second
 	args.Security.CADir = filepath.Join(t.TempDir(), "ca")
 	srv, err := bootstrap.NewServer(args)
@@ -87,7 +87,7 @@ func TestRootWithoutClusterIsAFileAndOnDebug(t *testing.T) {
 		args.ConfigDir = "../../../manifests/examples/bookinfo"
 		args.MeshConfigFile = "../../../manifests/examples/mesh.yaml"
 		args.NetworksConfigFile = filepath.Join(t.TempDir(), "no-networks-file")
-		args.HTTPAddr, args.MonitoringAddr, args.GRPCAddr, args.SecureGRPCAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+		args.HTTPAddr, args.MonitoringAddr, args.GRPCAddr, args.SecureGRPCAddr, args.HTTPSAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		args.Security.CADir = dir
 		srv, err := bootstrap.NewServer(args)
 		if err != nil {
