@@ -60,6 +60,7 @@ type Server struct {
 	monitoringServer *http.Server
 	httpListener     net.Listener
 	monitorListener  net.Listener
+	webhooks         *webhooks // --httpsAddr (webhooks.go)
 
 	wg sync.WaitGroup
 }
@@ -295,7 +296,7 @@ func (s *Server) Start() error {
 			scope.Infof("config sources synced in %v", time.Since(start).Round(time.Millisecond))
 		}
 	}()
-	if err := s.startSecurity(); err != nil {
+	if err := s.startSecureAndWebhooks(); err != nil {
 		return err
 	}
 	return s.startDiscovery()
@@ -342,6 +343,7 @@ func (s *Server) Shutdown() {
 			scope.Warnf("shutdown: %v", err)
 		}
 	}
+	s.webhooks.shutdown(ctx)
 	// drain xDS streams: proxies reconnect to another replica
 	stopGRPC(s.discovery.grpc, s.args.ShutdownDuration)
 	if s.secure != nil {
