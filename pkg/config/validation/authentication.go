@@ -61,12 +61,12 @@ func ValidateRequestAuthentication(cfg config.Config) (Warning, error) {
 	r := &Report{}
 	secPolicyAttachment(r, secSpec, in.GetSelector(), in.GetTargetRef(), in.GetTargetRefs())
 	if len(in.GetJwtRules()) > 4096 {
-		r.Errorf(secSpec.Field("jwtRules"), "at most 4096 jwtRules may be set, found %d", len(in.GetJwtRules()))
+		r.Warnf(secSpec.Field("jwtRules"), "at most 4096 jwtRules may be set, found %d%s", len(in.GetJwtRules()), secCRDRule)
 	}
 	for i, rule := range in.GetJwtRules() {
 		p := secSpec.Field("jwtRules").Index(i)
 		if rule == nil {
-			r.Errorf(p, "jwtRule must not be null")
+			r.Warnf(p, "jwtRule is null (Istio's validation accepts it)")
 			continue
 		}
 		secJWTRule(r, p, rule)
@@ -74,16 +74,23 @@ func ValidateRequestAuthentication(cfg config.Config) (Warning, error) {
 	return r.Result()
 }
 
+// secCRDRule ends the warnings for rules of the RequestAuthentication CRD
+// schema that Istio's validation does not check: a Kubernetes API server
+// with Istio's CRDs rejects such an object, Istio's validation accepts it.
+const secCRDRule = " (a rule of the CRD schema, which Istio's validation does not check)"
+
+// secJWTRule checks one JWT rule. It rejects what Istio's validation
+// rejects; the CRD schema's further rules are warnings.
 func secJWTRule(r *Report, p Path, rule *security.JWTRule) {
 	if rule.GetIssuer() == "" && rule.GetJwksUri() == "" {
 		r.Errorf(p.Field("issuer"), "issuer must be set (issuer or jwksUri must be non-empty string)")
 	}
 	secNoEmptyValues(r, p.Field("audiences"), rule.GetAudiences())
 	if rule.GetJwksUri() != "" && rule.GetJwks() != "" {
-		r.Errorf(p, "only one of jwks or jwksUri can be set")
+		r.Warnf(p, "only one of jwks or jwksUri can be set"+secCRDRule)
 	}
 	if u := rule.GetJwksUri(); u != "" {
-		r.Add(p.Field("jwksUri"), secJwksURI(u))
+		secJwksURI(r, p.Field("jwksUri"), u)
 	}
 	if rule.GetJwks() != "" {
 		r.Add(p.Field("jwks"), secJwks(rule.GetJwks()))
@@ -119,33 +126,44 @@ func secJWTRule(r *Report, p Path, rule *security.JWTRule) {
 		}
 		r.Add(cp.Field("header"), secHeaderNameStrict(c.GetHeader()))
 	}
-	secNoEmptyValues(r, p.Field("spaceDelimitedClaims"), rule.GetSpaceDelimitedClaims())
+	for i, c := range rule.GetSpaceDelimitedClaims() {
+		if c == "" {
+			r.Warnf(p.Field("spaceDelimitedClaims").Index(i), "empty value not allowed"+secCRDRule)
+		}
+	}
 	if rule.GetTimeout() != nil {
 		r.Add(p.Field("timeout"), CheckDuration(rule.GetTimeout()))
 	}
 }
 
-// secJwksURI requires an http or https URL with a host.
-func secJwksURI(raw string) error {
+// secJwksURI requires, as Istio does, a URL of scheme http or https whose
+// port, if any, is a number. The CRD schema's length limit, a missing host
+// and a port out of range are warnings.
+func secJwksURI(r *Report, p Path, raw string) {
 	if len(raw) > 2048 {
-		return fmt.Errorf("jwksUri must be at most 2048 characters")
+		r.Warnf(p, "jwksUri must be at most 2048 characters"+secCRDRule)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("invalid jwksUri %q: %v", raw, err)
+		r.Errorf(p, "invalid jwksUri %q: %v", raw, err)
+		return
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("url must have scheme http:// or https://, URI scheme %q is not supported", u.Scheme)
+		r.Errorf(p, "url must have scheme http:// or https://, URI scheme %q is not supported", u.Scheme)
+		return
 	}
 	if u.Hostname() == "" {
-		return fmt.Errorf("jwksUri %q has no host", raw)
+		r.Warnf(p, "jwksUri %q has no host; the keys cannot be fetched", raw)
 	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("jwksUri %q has an invalid port %q", raw, p)
+	if port := u.Port(); port != "" {
+		n, err := strconv.Atoi(port)
+		switch {
+		case err != nil:
+			r.Errorf(p, "jwksUri %q has an invalid port %q: %v", raw, port, err)
+		case n < 1 || n > 65535:
+			r.Warnf(p, "jwksUri %q has port %d, out of range 1..65535; the keys cannot be fetched", raw, n)
 		}
 	}
-	return nil
 }
 
 // secJwks accepts a JSON Web Key or a JSON Web Key Set.

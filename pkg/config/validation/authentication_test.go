@@ -1,6 +1,7 @@
 package validation_test
 
 import (
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -48,9 +49,18 @@ func TestValidatePeerAuthentication(t *testing.T) {
 		{name: "unknown mode", spec: &security.PeerAuthentication{
 			Mtls: &security.PeerAuthentication_MutualTLS{Mode: 42},
 		}, wantErr: []string{"spec.mtls.mode: unknown mTLS mode 42"}},
-		{name: "invalid selector label", spec: &security.PeerAuthentication{
+		// Istio rejects empty keys and wildcards in selectors, not labels
+		// that are no Kubernetes labels.
+		{name: "invalid selector label warns", spec: &security.PeerAuthentication{
 			Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "bad value!"}},
-		}, wantErr: []string{"spec.selector.matchLabels[app]: invalid label value"}},
+		}, wantWarn: []string{"spec.selector.matchLabels[app]: invalid label value", "the selector matches no workload"}},
+		{name: "empty and wildcard selector keys", spec: &security.PeerAuthentication{
+			Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"": "a", "app*": "b", "v": "c*"}},
+		}, wantErr: []string{
+			`spec.selector.matchLabels: empty key is not supported in selector: "=a"`,
+			`spec.selector.matchLabels[app*]: wildcard is not supported in selector: "app*=b"`,
+			`spec.selector.matchLabels[v]: wildcard is not supported in selector: "v=c*"`,
+		}},
 	}
 	secRun(t, validation.ValidatePeerAuthentication, cases)
 }
@@ -77,17 +87,34 @@ func TestValidateRequestAuthentication(t *testing.T) {
 		{name: "typed nil", spec: (*security.RequestAuthentication)(nil)},
 		{name: "issuer missing", spec: &security.RequestAuthentication{JwtRules: []*security.JWTRule{{}}},
 			wantErr: []string{"spec.jwtRules[0].issuer: issuer must be set"}},
+		// Istio's validation accepts a null rule.
 		{name: "null rule", spec: &security.RequestAuthentication{JwtRules: []*security.JWTRule{nil}},
-			wantErr: []string{"spec.jwtRules[0]: jwtRule must not be null"}},
+			wantWarn: []string{"spec.jwtRules[0]: jwtRule is null (Istio's validation accepts it)"}},
 		{name: "bad jwksUri scheme", spec: &security.RequestAuthentication{
 			JwtRules: []*security.JWTRule{{Issuer: "a", JwksUri: "ftp://keys.example.com"}},
 		}, wantErr: []string{"spec.jwtRules[0].jwksUri: url must have scheme http:// or https://"}},
 		{name: "jwksUri without host", spec: &security.RequestAuthentication{
 			JwtRules: []*security.JWTRule{{Issuer: "a", JwksUri: "https:///jwks"}},
-		}, wantErr: []string{"spec.jwtRules[0].jwksUri: jwksUri \"https:///jwks\" has no host"}},
+		}, wantWarn: []string{"spec.jwtRules[0].jwksUri: jwksUri \"https:///jwks\" has no host; the keys cannot be fetched"}},
+		{name: "jwksUri port out of range", spec: &security.RequestAuthentication{
+			JwtRules: []*security.JWTRule{{Issuer: "a", JwksUri: "https://k.example.com:70000/jwks"}},
+		}, wantWarn: []string{"spec.jwtRules[0].jwksUri: jwksUri \"https://k.example.com:70000/jwks\" has port 70000, out of range 1..65535"}},
+		{name: "jwksUri port not a number", spec: &security.RequestAuthentication{
+			JwtRules: []*security.JWTRule{{Issuer: "a", JwksUri: "https://k.example.com:99999999999999999999/jwks"}},
+		}, wantErr: []string{"spec.jwtRules[0].jwksUri: jwksUri \"https://k.example.com:99999999999999999999/jwks\" has an invalid port"}},
+		// Rules of the CRD schema that Istio's validation does not check
+		// (pkg/config/validation/testdata/crds/reqauth-invalid.yaml).
 		{name: "jwks and jwksUri", spec: &security.RequestAuthentication{
 			JwtRules: []*security.JWTRule{{Issuer: "a", JwksUri: "https://k.example.com", Jwks: jwks}},
-		}, wantErr: []string{"spec.jwtRules[0]: only one of jwks or jwksUri can be set"}},
+		}, wantWarn: []string{"spec.jwtRules[0]: only one of jwks or jwksUri can be set (a rule of the CRD schema, which Istio's validation does not check)"}},
+		{name: "long jwksUri", spec: &security.RequestAuthentication{
+			JwtRules: []*security.JWTRule{{Issuer: "a", JwksUri: "https://k.example.com/" + strings.Repeat("k", 2048)}},
+		}, wantWarn: []string{"spec.jwtRules[0].jwksUri: jwksUri must be at most 2048 characters (a rule of the CRD schema"}},
+		{name: "empty space delimited claim", spec: &security.RequestAuthentication{
+			JwtRules: []*security.JWTRule{{Issuer: "a", SpaceDelimitedClaims: []string{"scope", ""}}},
+		}, wantWarn: []string{"spec.jwtRules[0].spaceDelimitedClaims[1]: empty value not allowed (a rule of the CRD schema"}},
+		{name: "too many rules", spec: &security.RequestAuthentication{JwtRules: manyJWTRules(4097)},
+			wantWarn: []string{"spec.jwtRules: at most 4096 jwtRules may be set, found 4097 (a rule of the CRD schema"}},
 		{name: "bad jwks", spec: &security.RequestAuthentication{
 			JwtRules: []*security.JWTRule{{Issuer: "a", Jwks: "not json"}, {Issuer: "b", Jwks: `{"keys":[{}]}`}},
 		}, wantErr: []string{"spec.jwtRules[0].jwks: jwks parse error", "spec.jwtRules[1].jwks: jwks parse error: keys[0] has no \"kty\""}},
@@ -121,4 +148,12 @@ func TestValidateRequestAuthentication(t *testing.T) {
 		}, wantErr: []string{"spec.targetRef: only one of targetRefs or workloadSelector can be set"}},
 	}
 	secRun(t, validation.ValidateRequestAuthentication, cases)
+}
+
+func manyJWTRules(n int) []*security.JWTRule {
+	rules := make([]*security.JWTRule, n)
+	for i := range rules {
+		rules[i] = &security.JWTRule{Issuer: "a"}
+	}
+	return rules
 }

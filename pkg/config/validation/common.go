@@ -169,6 +169,17 @@ func CheckLabels(labels map[string]string) error {
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }
 
+// WarnSelectorLabels warns about selector labels that are no valid
+// Kubernetes labels. Istio's validation checks the syntax of labels that
+// workloads carry (WorkloadEntry, subsets, sourceLabels) but not of the
+// labels a selector selects by, so such a selector is accepted: it matches
+// no workload, as no workload can carry the label.
+func WarnSelectorLabels(r *Report, p Path, labels map[string]string) {
+	if err := CheckLabels(labels); err != nil {
+		r.Warnf(p, "%v; the selector matches no workload", err)
+	}
+}
+
 // CheckIPOrCIDR accepts an IP address or a CIDR range.
 func CheckIPOrCIDR(s string) error {
 	if strings.Contains(s, "/") {

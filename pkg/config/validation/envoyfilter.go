@@ -30,8 +30,15 @@ var efDeprecatedNames = map[string]string{
 	"envoy.listener.original_dst":   "envoy.filters.listener.original_dst",
 }
 
-// ValidateEnvoyFilter checks an EnvoyFilter. Patches that use a relative
-// operation while the filter has no priority get an IST0151 warning.
+// efMaxProxyVersionLen bounds the proxyVersion regex Istio compiles; Istio
+// ignores a longer version match and only warns about it.
+const efMaxProxyVersionLen = 1024
+
+// ValidateEnvoyFilter checks an EnvoyFilter, rejecting what Istio's
+// validation rejects. Everything else it reports is a warning: rules of the
+// CRD schema (targetRefs), patches of the WAYPOINT context (Istio does not
+// validate them), operations that have no effect for their applyTo
+// (IST0152..IST0154), and relative operations without a priority (IST0151).
 func ValidateEnvoyFilter(cfg config.Config) (Warning, error) {
 	ef, ok := cfg.Spec.(*networking.EnvoyFilter)
 	if !ok {
@@ -42,51 +49,73 @@ func ValidateEnvoyFilter(cfg config.Config) (Warning, error) {
 	}
 	r := &Report{}
 	spec := Path("spec")
-	if ef.GetWorkloadSelector() != nil && len(ef.GetTargetRefs()) > 0 {
-		r.Errorf(spec, "only one of targetRefs or workloadSelector can be set")
-	}
 	netCheckAlphaSelector(r, spec.Field("workloadSelector"), ef.GetWorkloadSelector(), "Envoy filter")
-	for i, ref := range ef.GetTargetRefs() {
-		rp := spec.Field("targetRefs").Index(i)
-		if ref == nil {
-			r.Errorf(rp, "targetRef may not be null")
+	efCheckTargetRefs(r, spec, ef)
+	for i, cp := range ef.GetConfigPatches() {
+		p := spec.Field("configPatches").Index(i)
+		if cp == nil {
+			r.Errorf(p, "Envoy filter: null config patch")
 			continue
 		}
-		if ref.GetName() == "" {
-			r.Errorf(rp.Field("name"), "targetRef name must be set")
+		patch := &Report{}
+		efCheckPatch(patch, p, cp, ef.GetPriority())
+		waypoint := cp.GetMatch().GetContext() == networking.EnvoyFilter_WAYPOINT
+		if waypoint && patch.HasErrors() {
+			r.Warnf(p.Field("match").Field("context"),
+				"Envoy filter: Istio does not validate patches of the WAYPOINT context; their problems are warnings")
 		}
-		if ref.GetKind() == "" {
-			r.Errorf(rp.Field("kind"), "targetRef kind must be set")
-		}
-		if ref.GetNamespace() != "" {
-			r.Errorf(rp.Field("namespace"), "targetRef namespace must not be set; cross namespace referencing is not supported")
-		}
-	}
-	for i, cp := range ef.GetConfigPatches() {
-		efCheckPatch(r, spec.Field("configPatches").Index(i), cp, ef.GetPriority())
+		r.Merge(patch, waypoint)
 	}
 	return r.Result()
 }
 
-// efCheckPatch validates one config patch: applyTo, operation, value and
-// the match, and flags relative operations without priority.
-func efCheckPatch(r *Report, p Path, cp *networking.EnvoyFilter_EnvoyConfigObjectPatch, priority int32) {
-	if cp == nil {
-		r.Errorf(p, "Envoy filter: null config patch")
-		return
+// efCheckTargetRefs checks targetRefs against the rules of the EnvoyFilter
+// CRD schema. Istio's validation has none of them, so they are warnings here;
+// a Kubernetes API server with Istio's CRDs rejects such an object.
+func efCheckTargetRefs(r *Report, spec Path, ef *networking.EnvoyFilter) {
+	const schema = " (a rule of the EnvoyFilter CRD schema, which Istio's validation does not check)"
+	if ef.GetWorkloadSelector() != nil && len(ef.GetTargetRefs()) > 0 {
+		r.Warnf(spec, "only one of targetRefs or workloadSelector can be set"+schema)
 	}
-	applyTo := cp.GetApplyTo()
-	_, applyOK := networking.EnvoyFilter_ApplyTo_name[int32(applyTo)]
-	applyOK = applyOK && applyTo != networking.EnvoyFilter_INVALID
-	if !applyOK {
-		r.Errorf(p.Field("applyTo"), "Envoy filter: missing or unknown applyTo")
-	}
-	if pv := cp.GetMatch().GetProxy().GetProxyVersion(); pv != "" {
-		if _, err := regexp.Compile(pv); err != nil {
-			r.Errorf(p.Field("match").Field("proxy").Field("proxyVersion"), "Envoy filter: invalid regex for proxy version: %v", err)
+	for i, ref := range ef.GetTargetRefs() {
+		rp := spec.Field("targetRefs").Index(i)
+		if ref == nil {
+			r.Warnf(rp, "targetRef may not be null"+schema)
+			continue
+		}
+		if ref.GetName() == "" {
+			r.Warnf(rp.Field("name"), "targetRef name must be set"+schema)
+		}
+		if ref.GetKind() == "" {
+			r.Warnf(rp.Field("kind"), "targetRef kind must be set"+schema)
+		}
+		if ref.GetNamespace() != "" {
+			r.Warnf(rp.Field("namespace"), "targetRef namespace must not be set; cross namespace referencing is not supported"+schema)
 		}
 	}
-	if applyOK {
+}
+
+// efCheckPatch validates one config patch as Istio does: applyTo, patch,
+// operation and value must be set, the proxy version must be a regex, the
+// match must line up with applyTo, and the value must decode as the Envoy
+// type applyTo names. It also flags operations that do nothing and relative
+// operations without priority (warnings).
+func efCheckPatch(r *Report, p Path, cp *networking.EnvoyFilter_EnvoyConfigObjectPatch, priority int32) {
+	applyTo := cp.GetApplyTo()
+	_, applyKnown := networking.EnvoyFilter_ApplyTo_name[int32(applyTo)]
+	applyKnown = applyKnown && applyTo != networking.EnvoyFilter_INVALID
+	if applyTo == networking.EnvoyFilter_INVALID {
+		r.Errorf(p.Field("applyTo"), "Envoy filter: missing applyTo")
+	}
+	if pv := cp.GetMatch().GetProxy().GetProxyVersion(); pv != "" {
+		pvp := p.Field("match").Field("proxy").Field("proxyVersion")
+		if len(pv) > efMaxProxyVersionLen {
+			r.Warnf(pvp, "Envoy filter: proxyVersion match exceeds %d characters and will be ignored", efMaxProxyVersionLen)
+		} else if _, err := regexp.Compile(pv); err != nil {
+			r.Errorf(pvp, "Envoy filter: invalid regex for proxy version: %v", err)
+		}
+	}
+	if applyKnown {
 		efCheckMatch(r, p.Field("match"), cp)
 	}
 	pp := p.Field("patch")
@@ -95,17 +124,28 @@ func efCheckPatch(r *Report, p Path, cp *networking.EnvoyFilter_EnvoyConfigObjec
 		return
 	}
 	op := cp.GetPatch().GetOperation()
-	if _, known := networking.EnvoyFilter_Patch_Operation_name[int32(op)]; !known || op == networking.EnvoyFilter_Patch_INVALID {
-		r.Errorf(pp.Field("operation"), "Envoy filter: missing or unknown patch operation")
-		return
-	}
+	_, opKnown := networking.EnvoyFilter_Patch_Operation_name[int32(op)]
 	switch {
-	case op == networking.EnvoyFilter_Patch_REMOVE && cp.GetPatch().GetValue() != nil:
+	case op == networking.EnvoyFilter_Patch_INVALID:
+		r.Errorf(pp.Field("operation"), "Envoy filter: missing patch operation")
+		return
+	case !opKnown:
+		r.Warnf(pp.Field("operation"), "Envoy filter: unknown patch operation %d has no effect", int32(op))
+	}
+	value := cp.GetPatch().GetValue()
+	switch {
+	case op == networking.EnvoyFilter_Patch_REMOVE && value != nil:
 		r.Warnf(pp.Field("value"), "Envoy filter: patch value is ignored for the REMOVE operation")
-	case op != networking.EnvoyFilter_Patch_REMOVE && cp.GetPatch().GetValue() == nil:
+	case op != networking.EnvoyFilter_Patch_REMOVE && value == nil:
 		r.Errorf(pp.Field("value"), "Envoy filter: missing patch value for %s operation", op)
 	}
-	if applyOK {
+	switch {
+	case value != nil && applyTo != networking.EnvoyFilter_INVALID:
+		efCheckValue(r, pp.Field("value"), applyTo, value)
+	case !applyKnown && applyTo != networking.EnvoyFilter_INVALID:
+		r.Warnf(p.Field("applyTo"), "Envoy filter: unknown applyTo %d matches nothing", int32(applyTo))
+	}
+	if applyKnown && opKnown {
 		efCheckOperationContext(r, pp.Field("operation"), applyTo, op, priority)
 	}
 }
@@ -118,8 +158,17 @@ func efCheckMatch(r *Report, p Path, cp *networking.EnvoyFilter_EnvoyConfigObjec
 		return
 	}
 	switch cp.GetApplyTo() {
+	case networking.EnvoyFilter_LISTENER_FILTER:
+		// Istio does not check this match; a non-listener one matches nothing.
+		if m.GetListener() == nil {
+			r.Warnf(p, "Envoy filter: applyTo LISTENER_FILTER with a non listener match matches nothing")
+			return
+		}
+		if lf := m.GetListener().GetListenerFilter(); lf != "" {
+			efWarnDeprecatedName(r, p.Field("listener").Field("listenerFilter"), lf)
+		}
 	case networking.EnvoyFilter_LISTENER, networking.EnvoyFilter_FILTER_CHAIN,
-		networking.EnvoyFilter_NETWORK_FILTER, networking.EnvoyFilter_HTTP_FILTER, networking.EnvoyFilter_LISTENER_FILTER:
+		networking.EnvoyFilter_NETWORK_FILTER, networking.EnvoyFilter_HTTP_FILTER:
 		if m.GetListener() == nil {
 			r.Errorf(p, "Envoy filter: applyTo for listener class objects cannot have non listener match")
 			return
@@ -193,10 +242,14 @@ func efCheckOperationContext(r *Report, p Path, applyTo networking.EnvoyFilter_A
 		}
 		relative = !routeLike
 	case networking.EnvoyFilter_Patch_REPLACE:
-		if !filterLike {
-			r.Errorf(p, "IST0152 the REPLACE operation is only valid for HTTP_FILTER and NETWORK_FILTER, not %s", applyTo)
+		// Istio accepts it everywhere (its analyzer reports IST0152); istiod
+		// applies it to filters and virtual hosts only.
+		replaceable := filterLike || applyTo == networking.EnvoyFilter_VIRTUAL_HOST || applyTo == networking.EnvoyFilter_LISTENER_FILTER
+		if !replaceable {
+			r.WarnCode(p, "IST0152", "the REPLACE operation is only applied to HTTP_FILTER, NETWORK_FILTER, LISTENER_FILTER "+
+				"and VIRTUAL_HOST patches; for %s it is ignored", applyTo)
 		}
-		relative = filterLike
+		relative = replaceable
 	case networking.EnvoyFilter_Patch_INSERT_BEFORE, networking.EnvoyFilter_Patch_INSERT_AFTER, networking.EnvoyFilter_Patch_INSERT_FIRST:
 		switch applyTo {
 		case networking.EnvoyFilter_HTTP_FILTER, networking.EnvoyFilter_NETWORK_FILTER,

@@ -53,7 +53,7 @@ func ValidateGateway(cfg config.Config) (Warning, error) {
 			r.Warnf(sp.Field("tls").Field("httpsRedirect"), "tls.httpsRedirect should only be used with HTTP servers")
 		}
 	}
-	r.Add(spec.Field("selector"), CheckLabels(gw.GetSelector()))
+	WarnSelectorLabels(r, spec.Field("selector"), gw.GetSelector())
 	return r.Result()
 }
 

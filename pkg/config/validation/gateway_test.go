@@ -91,9 +91,10 @@ func TestValidateGatewayInvalid(t *testing.T) {
 			`spec.servers[0].bind: unix address "relative" is not an absolute path to a file`,
 			`spec.servers[0].port.number: port number must be 0 for unix domain socket bind "unix://relative"`,
 		}},
-		{name: "bad selector", spec: &networking.Gateway{Selector: map[string]string{"app": "bad value!"},
+		// Istio does not check the syntax of selector labels.
+		{name: "bad selector warns", spec: &networking.Gateway{Selector: map[string]string{"app": "bad value!"},
 			Servers: []*networking.Server{gwServer(80, "HTTP", "http", nil, "a.com")}},
-			errs: []string{`spec.selector: invalid label value "bad value!"`}},
+			warns: []string{`spec.selector: invalid label value "bad value!"`, "the selector matches no workload"}},
 		{name: "httpsRedirect on tls server warns", spec: gwSpec(gwServer(443, "TLS", "tls",
 			&networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH, HttpsRedirect: true}, "a.com")),
 			warns: []string{"spec.servers[0].tls.httpsRedirect: tls.httpsRedirect should only be used with HTTP servers"}},

@@ -294,15 +294,20 @@ func netCheckStringMatch(r *Report, p Path, sm *networking.StringMatch, emptyPre
 	}
 }
 
-// netCheckSelectorLabels validates workload selector labels: no empty keys,
-// no wildcards, valid Kubernetes labels. It reports false when none are set.
+// netCheckSelectorLabels validates workload selector labels as Istio does:
+// no empty keys, no wildcards; a label that is no valid Kubernetes label is
+// a warning (WarnSelectorLabels). It reports false when none are set.
 func netCheckSelectorLabels(r *Report, p Path, labels map[string]string) bool {
 	for _, k := range netSortedKeys(labels) {
-		if strings.Contains(k, "*") || strings.Contains(labels[k], "*") {
+		switch {
+		case k == "":
+			r.Errorf(p, "empty key is not supported in selector: %q", k+"="+labels[k])
+		case strings.Contains(k, "*") || strings.Contains(labels[k], "*"):
 			r.Errorf(p.Key(k), "wildcard is not supported in selector: %q", k+"="+labels[k])
+		default:
+			WarnSelectorLabels(r, p.Key(k), map[string]string{k: labels[k]})
 		}
 	}
-	r.Add(p, CheckLabels(labels))
 	return len(labels) > 0
 }
 

@@ -83,6 +83,19 @@ func (r *Report) Add(path Path, err error) {
 	}
 }
 
+// Merge records the problems of o in r. With errorsAsWarnings, the errors
+// of o become warnings of r: checks stricter than Istio's validation for
+// the part of an object o covered (such as an EnvoyFilter patch of the
+// WAYPOINT context, which Istio does not validate).
+func (r *Report) Merge(o *Report, errorsAsWarnings bool) {
+	r.warns = append(r.warns, o.warns...)
+	if errorsAsWarnings {
+		r.warns = append(r.warns, o.errs...)
+		return
+	}
+	r.errs = append(r.errs, o.errs...)
+}
+
 // HasErrors reports whether any error was recorded.
 func (r *Report) HasErrors() bool { return len(r.errs) > 0 }
 

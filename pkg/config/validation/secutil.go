@@ -97,8 +97,9 @@ func secPolicyAttachment(r *Report, spec Path, sel *typev1beta1.WorkloadSelector
 	}
 }
 
-// secWorkloadSelector validates matchLabels: no empty keys, no wildcards,
-// Kubernetes label syntax. A selector without labels is only a warning.
+// secWorkloadSelector validates matchLabels as Istio does: no empty keys,
+// no wildcards. A selector without labels, and labels that are no valid
+// Kubernetes labels, are warnings.
 func secWorkloadSelector(r *Report, p Path, sel *typev1beta1.WorkloadSelector) {
 	if sel == nil {
 		return
@@ -120,7 +121,7 @@ func secSelectorLabels(r *Report, p Path, labels map[string]string) {
 		case strings.Contains(k, "*") || strings.Contains(v, "*"):
 			r.Errorf(p.Key(k), "wildcard is not supported in selector: %q", k+"="+v)
 		default:
-			r.Add(p.Key(k), CheckLabels(map[string]string{k: v}))
+			WarnSelectorLabels(r, p.Key(k), map[string]string{k: v})
 		}
 	}
 }

@@ -105,6 +105,19 @@ func TestValidateSidecarInvalid(t *testing.T) {
 			WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "*"}},
 			Egress:           []*networking.IstioEgressListener{scEgress("*/*")},
 		}, errs: []string{`spec.workloadSelector.labels[app]: wildcard is not supported in selector: "app=*"`}},
+		// Istio rejects empty keys and wildcards in selectors, not labels
+		// that are no Kubernetes labels.
+		{name: "selector label syntax warns", spec: &networking.Sidecar{
+			WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "bad value!", "bad key!": "x"}},
+			Egress:           []*networking.IstioEgressListener{scEgress("*/*")},
+		}, warns: []string{
+			`spec.workloadSelector.labels[app]: invalid label value "bad value!"`,
+			`spec.workloadSelector.labels[bad key!]: invalid label key "bad key!"`,
+		}},
+		{name: "empty selector key", spec: &networking.Sidecar{
+			WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"": "x"}},
+			Egress:           []*networking.IstioEgressListener{scEgress("*/*")},
+		}, errs: []string{`spec.workloadSelector.labels: empty key is not supported in selector: "=x"`}},
 		{name: "duplicate hosts warn", spec: &networking.Sidecar{Egress: []*networking.IstioEgressListener{
 			scEgress("ns/*", "ns/a.com", "*/*"),
 		}}, warns: []string{
