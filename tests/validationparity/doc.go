@@ -20,9 +20,8 @@
 // The fixtures of pkg/config/validation/testdata/crds carry their expected
 // CRD-schema error in a top-level _err field, which is no part of the
 // object; it is removed before validating, as Istio's own test does.
-// Documents on which the commands differ in decoding only (istioctl rejects
-// unknown fields, istiod validate drops them with a warning) are listed in
-// decodingDifferences and checked to still differ exactly so.
+// Both commands reject an object with an unknown field; documents that
+// would differ in decoding only are listed in decodingDifferences (none).
 //
 // Missing istioctl fails the test naming `make testbin`, as tests/istiobin
 // does; a missing module source fails naming the `go mod download` that

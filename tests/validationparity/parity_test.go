@@ -63,18 +63,13 @@ type verdict struct {
 	dropped  []string // ours: unknown fields dropped while decoding
 }
 
-// decodingDifferences are the documents on which the two commands differ
+// decodingDifferences are documents on which the two commands would differ
 // in decoding, not in validation, each with the unknown field that makes
-// the difference. istioctl validate decodes a spec strictly and rejects an
-// unknown field; istiod validate, like Istio's file and Kubernetes sources,
-// drops it and warns ("unknown field ... dropped"). These are not
-// pkg/config/validation's to fix: it sees the decoded object, without the
-// field. The test fails when one of them agrees, or differs otherwise.
-var decodingDifferences = map[string]string{
-	"pkg/config/analysis/analyzers/testdata/deprecation.yaml#0":                "spec.filters",
-	"pkg/config/analysis/analyzers/testdata/envoy-filter-add-operation.yaml#3": "spec.configPatches[0].match.app",
-	"pkg/config/analysis/analyzers/testdata/envoy-filter-add-operation.yaml#4": "spec.configPatches[0].match.app",
-}
+// the difference. There are none: like istioctl validate, istiod validate
+// rejects an object with an unknown field (the running istiod's sources
+// drop it and warn). The test fails when one of them agrees, or differs
+// otherwise.
+var decodingDifferences = map[string]string{}
 
 func TestIstioctlValidateAgrees(t *testing.T) {
 	istioctl := istiobin.Istioctl(t)

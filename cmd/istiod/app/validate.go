@@ -20,8 +20,10 @@ func newValidateCommand() *cobra.Command {
 		Short: "Parse and validate configuration files offline",
 		Long: `Parse and validate Istio and Gateway API objects from files or directories
 (recursively, *.yaml, *.yml, *.json; "-" reads standard input). Every error and
-warning is printed as "file:doc kind namespace/name: message", dropped unknown
-fields included. The exit code is 1 when any object is rejected, 0 otherwise.`,
+warning is printed as "file:doc kind namespace/name: message". As istioctl
+validate, an object with an unknown field is rejected (the running istiod
+drops the field and says so on /debug/warningz). The exit code is 1 when any
+object is rejected, 0 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
@@ -68,14 +70,15 @@ func validateInputs(paths []string, domain string, stdin io.Reader, out io.Write
 		for _, d := range crd.Parse(data, crd.Options{Validate: true, Domain: domain}) {
 			where := fmt.Sprintf("%s:%d %s", name, d.Index, d.Object())
 			for _, p := range d.Dropped {
-				fmt.Fprintf(out, "%s: warning: unknown field %q dropped\n", where, p)
-				res.warnings++
+				fmt.Fprintf(out, "%s: error: unknown field %q\n", where, p)
 			}
 			for _, w := range d.Warnings {
 				fmt.Fprintf(out, "%s: warning: %v\n", where, w)
 				res.warnings++
 			}
 			switch {
+			case d.Err == nil && len(d.Dropped) > 0:
+				res.rejected++
 			case d.Err != nil:
 				for _, e := range validation.Problems(d.Err) {
 					fmt.Fprintf(out, "%s: error: %v\n", where, e)

@@ -74,7 +74,7 @@ spec: {host: d}
 	}
 	badPath := filepath.Join(dir, "bad.yaml")
 	for _, want := range []string{
-		badPath + `:0 VirtualService ns/r: warning: unknown field "spec.http[0].routez" dropped`,
+		badPath + `:0 VirtualService ns/r: error: unknown field "spec.http[0].routez"`,
 		badPath + `:0 VirtualService ns/r: error: spec.http[0]: HTTP route, redirect or direct_response is required`,
 		badPath + `:1 EnvoyFilter ns/ef: warning: unknown kind networking.istio.io/v1/EnvoyFilter, skipped`,
 		badPath + `:2 Sidecar ns/s: error: spec.outboundTrafficPolicy.mode: unknown value "REGISTRY_ONLYY" for enum istio.networking.v1alpha3.OutboundTrafficPolicy.Mode`,
