@@ -22,6 +22,7 @@ import (
 	"github.com/meshplane/istiod/pkg/security/ca"
 	caserver "github.com/meshplane/istiod/pkg/security/server"
 	"github.com/meshplane/istiod/pkg/version"
+	"github.com/meshplane/istiod/pkg/webhooks/patcher"
 )
 
 // secure is the CA and the TLS port: the certificate service and ADS over
@@ -96,8 +97,9 @@ func (s *Server) initSecurity() error {
 }
 
 // initRootCertPublisher writes istio-ca-root-cert (and istio-ca-crl) into
-// every served namespace while this replica leads Istio's namespace
-// controller Lease, and again whenever the root changes.
+// every served namespace, and the root into the caBundle of this
+// revision's webhook configurations, while this replica leads Istio's
+// namespace controller Lease, and again whenever the root changes.
 func (s *Server) initRootCertPublisher(sec *secure) {
 	var filter func(string) bool
 	if s.nsFilter != nil {
@@ -107,13 +109,19 @@ func (s *Server) initRootCertPublisher(sec *secure) {
 	if s.nsFilter != nil {
 		s.nsFilter.AddHandler(sec.nsc.ResyncAll)
 	}
-	sec.ca.OnRootChange(func() { sec.nsc.SetRoot(sec.ca.RootCertPEM()) })
+	// the webhook configurations of this revision trust the same root
+	wh := patcher.New(s.kubeClient.Kube(), patcher.Options{Revision: s.args.Revision, CABundle: sec.ca.RootCertPEM()})
+	sec.ca.OnRootChange(func() {
+		sec.nsc.SetRoot(sec.ca.RootCertPEM())
+		wh.SetCABundle(sec.ca.RootCertPEM())
+	})
 	id := s.args.PodName
 	if id == "" {
 		id, _ = os.Hostname()
 	}
 	sec.election = leaderelection.New(s.kubeClient.Kube(), s.args.Namespace, leaderelection.NamespaceController, id, s.args.Security.LeaderElection)
 	sec.election.AddRunFunction(sec.nsc.Run)
+	sec.election.AddRunFunction(wh.Run)
 }
 
 // startSecurity binds --secureGRPCAddr and starts the root rotation and

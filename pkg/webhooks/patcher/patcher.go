@@ -1,0 +1,190 @@
+package patcher
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/meshplane/istiod/pkg/log"
+)
+
+var scope = log.RegisterScope("webhookpatcher", "webhook configuration caBundle patching")
+
+// RevisionLabel selects the webhook configurations of a revision.
+const RevisionLabel = "istio.io/rev"
+
+// Options configure a Patcher.
+type Options struct {
+	// Revision is istiod's revision ("" means "default").
+	Revision string
+	// CABundle is the root certificate PEM the webhooks must trust.
+	CABundle []byte
+	// InjectionSuffix selects the mutating webhooks patched: Istio patches
+	// those whose name ends with "sidecar-injector.istio.io".
+	InjectionSuffix string
+}
+
+// Patcher sets the caBundle of istiod's webhook configurations.
+type Patcher struct {
+	client kubernetes.Interface
+	opts   Options
+
+	mu     sync.Mutex
+	bundle []byte
+
+	factory informers.SharedInformerFactory
+	queue   workqueue.TypedRateLimitingInterface[key]
+	synced  []cache.InformerSynced
+}
+
+type key struct {
+	mutating bool
+	name     string
+}
+
+// New builds a patcher; Run starts it.
+func New(client kubernetes.Interface, opts Options) *Patcher {
+	if opts.Revision == "" {
+		opts.Revision = "default"
+	}
+	if opts.InjectionSuffix == "" {
+		opts.InjectionSuffix = "sidecar-injector.istio.io"
+	}
+	p := &Patcher{client: client, opts: opts, bundle: opts.CABundle,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
+			workqueue.TypedRateLimitingQueueConfig[key]{Name: "webhookpatcher"})}
+	p.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = RevisionLabel + "=" + opts.Revision
+	}))
+	mw := p.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
+	vw := p.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
+	p.synced = []cache.InformerSynced{mw.HasSynced, vw.HasSynced}
+	for _, w := range []struct {
+		inf      cache.SharedIndexInformer
+		mutating bool
+	}{{mw, true}, {vw, false}} {
+		mutating := w.mutating
+		enqueue := func(o any) {
+			if m, ok := o.(metav1.Object); ok {
+				p.queue.Add(key{mutating: mutating, name: m.GetName()})
+			}
+		}
+		if _, err := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }}); err != nil {
+			scope.Errorf("webhook configuration informer refused the handler: %v", err)
+		}
+	}
+	return p
+}
+
+// SetCABundle publishes a new root (after rotation) to every webhook.
+func (p *Patcher) SetCABundle(b []byte) {
+	p.mu.Lock()
+	p.bundle = bytes.Clone(b)
+	p.mu.Unlock()
+	for _, m := range p.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer().GetStore().List() {
+		p.queue.Add(key{mutating: true, name: m.(metav1.Object).GetName()})
+	}
+	for _, v := range p.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer().GetStore().List() {
+		p.queue.Add(key{name: v.(metav1.Object).GetName()})
+	}
+}
+
+// Run patches until stop closes.
+func (p *Patcher) Run(stop <-chan struct{}) {
+	p.factory.Start(stop)
+	if !cache.WaitForCacheSync(stop, p.synced...) {
+		return
+	}
+	go func() {
+		<-stop
+		p.queue.ShutDown()
+	}()
+	for p.next() {
+	}
+}
+
+func (p *Patcher) next() bool {
+	k, quit := p.queue.Get()
+	if quit {
+		return false
+	}
+	defer p.queue.Done(k)
+	if err := p.patch(k); err != nil {
+		scope.Warnf("webhook configuration %s: %v (retrying)", k.name, err)
+		p.queue.AddRateLimited(k)
+		return true
+	}
+	p.queue.Forget(k)
+	return true
+}
+
+// patch sets the caBundle of the configuration's webhooks, writing only
+// when one differs.
+func (p *Patcher) patch(k key) error {
+	p.mu.Lock()
+	bundle := p.bundle
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if k.mutating {
+		lister := p.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Lister()
+		cur, err := lister.Get(k.name)
+		if err != nil {
+			return ignoreNotFound(err)
+		}
+		upd := cur.DeepCopy()
+		changed := false
+		for i := range upd.Webhooks {
+			if strings.HasSuffix(upd.Webhooks[i].Name, p.opts.InjectionSuffix) && !bytes.Equal(upd.Webhooks[i].ClientConfig.CABundle, bundle) {
+				upd.Webhooks[i].ClientConfig.CABundle = bundle
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		_, err = p.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{})
+		if err == nil {
+			scope.Infof("patched caBundle of MutatingWebhookConfiguration %s", k.name)
+		}
+		return err
+	}
+	lister := p.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Lister()
+	cur, err := lister.Get(k.name)
+	if err != nil {
+		return ignoreNotFound(err)
+	}
+	upd := cur.DeepCopy()
+	changed := false
+	for i := range upd.Webhooks {
+		if !bytes.Equal(upd.Webhooks[i].ClientConfig.CABundle, bundle) {
+			upd.Webhooks[i].ClientConfig.CABundle = bundle
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	_, err = p.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{})
+	if err == nil {
+		scope.Infof("patched caBundle of ValidatingWebhookConfiguration %s", k.name)
+	}
+	return err
+}
+
+// ignoreNotFound: a configuration deleted meanwhile needs nothing.
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
