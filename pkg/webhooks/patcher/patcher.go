@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -135,48 +137,58 @@ func (p *Patcher) patch(k key) error {
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	v1 := p.factory.Admissionregistration().V1()
+	api := p.client.AdmissionregistrationV1()
 	if k.mutating {
-		lister := p.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Lister()
-		cur, err := lister.Get(k.name)
+		cur, err := v1.MutatingWebhookConfigurations().Lister().Get(k.name)
 		if err != nil {
 			return ignoreNotFound(err)
 		}
 		upd := cur.DeepCopy()
-		changed := false
-		for i := range upd.Webhooks {
-			if strings.HasSuffix(upd.Webhooks[i].Name, p.opts.InjectionSuffix) && !bytes.Equal(upd.Webhooks[i].ClientConfig.CABundle, bundle) {
-				upd.Webhooks[i].ClientConfig.CABundle = bundle
-				changed = true
-			}
-		}
-		if !changed {
+		if !setBundles(upd.Webhooks, func(w *admissionv1.MutatingWebhook) (string, *admissionv1.WebhookClientConfig) {
+			return w.Name, &w.ClientConfig
+		}, p.isInjection, bundle) {
 			return nil
 		}
-		_, err = p.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{})
-		if err == nil {
-			scope.Infof("patched caBundle of MutatingWebhookConfiguration %s", k.name)
-		}
-		return err
+		_, err = api.MutatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{})
+		return logged("MutatingWebhookConfiguration", k.name, err)
 	}
-	lister := p.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Lister()
-	cur, err := lister.Get(k.name)
+	cur, err := v1.ValidatingWebhookConfigurations().Lister().Get(k.name)
 	if err != nil {
 		return ignoreNotFound(err)
 	}
 	upd := cur.DeepCopy()
+	if !setBundles(upd.Webhooks, func(w *admissionv1.ValidatingWebhook) (string, *admissionv1.WebhookClientConfig) {
+		return w.Name, &w.ClientConfig
+	}, func(string) bool { return true }, bundle) {
+		return nil
+	}
+	_, err = api.ValidatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{})
+	return logged("ValidatingWebhookConfiguration", k.name, err)
+}
+
+// isInjection selects the mutating webhooks istiod serves.
+func (p *Patcher) isInjection(name string) bool {
+	return strings.HasSuffix(name, p.opts.InjectionSuffix)
+}
+
+// setBundles sets bundle on the selected webhooks and reports whether one
+// changed.
+func setBundles[W any](hooks []W, config func(*W) (string, *admissionv1.WebhookClientConfig), selected func(string) bool, bundle []byte) bool {
 	changed := false
-	for i := range upd.Webhooks {
-		if !bytes.Equal(upd.Webhooks[i].ClientConfig.CABundle, bundle) {
-			upd.Webhooks[i].ClientConfig.CABundle = bundle
+	for i := range hooks {
+		name, cc := config(&hooks[i])
+		if selected(name) && !bytes.Equal(cc.CABundle, bundle) {
+			cc.CABundle = bundle
 			changed = true
 		}
 	}
-	if !changed {
-		return nil
-	}
-	_, err = p.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{})
+	return changed
+}
+
+func logged(kind, name string, err error) error {
 	if err == nil {
-		scope.Infof("patched caBundle of ValidatingWebhookConfiguration %s", k.name)
+		scope.Infof("patched caBundle of %s %s", kind, name)
 	}
 	return err
 }
