@@ -151,6 +151,15 @@ func debounceFromEnv(a *bootstrap.PilotArgs) error {
 		}
 		a.PushThrottle = n
 	}
+	if v := os.Getenv("PILOT_MAX_REQUESTS_PER_SECOND"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("PILOT_MAX_REQUESTS_PER_SECOND=%q: %v", v, err)
+		}
+		if f > 0 {
+			a.RequestLimit = f // 0 or less: automatic, as in Istio
+		}
+	}
 	if v := os.Getenv("PILOT_ENABLE_EDS_DEBOUNCE"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

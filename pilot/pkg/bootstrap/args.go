@@ -54,6 +54,10 @@ type PilotArgs struct {
 	Debounce pushengine.DebounceOptions
 	// PushThrottle bounds concurrent pushes (PILOT_PUSH_THROTTLE, 0: automatic).
 	PushThrottle int
+	// RequestLimit bounds new xDS streams per second
+	// (PILOT_MAX_REQUESTS_PER_SECOND; 0: automatic, as Istio: 15 + 5 per
+	// core, at most 100; negative: none).
+	RequestLimit float64
 	// Security configures the CA and the TLS xDS port.
 	Security SecurityOptions
 }

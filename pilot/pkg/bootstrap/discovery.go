@@ -43,6 +43,12 @@ func (s *Server) initDiscovery() {
 	})
 	d.server = xds.NewDiscoveryServer()
 	d.server.SetPushThrottle(s.args.PushThrottle)
+	switch limit := s.args.RequestLimit; {
+	case limit == 0:
+		d.server.SetRequestLimit(xds.DefaultRequestLimit())
+	case limit > 0:
+		d.server.SetRequestLimit(limit)
+	}
 	d.server.SetControlPlane(controlPlaneID(s.args.PodName))
 	gens := &generators.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate}
 	// jwksUri keys are fetched in the background and never block a push;

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
@@ -40,6 +42,8 @@ type DiscoveryServer struct {
 
 	// auth authenticates streams over TLS (nil: none is).
 	auth AuthenticateFunc
+	// limit bounds new streams per second (nil: unlimited).
+	limit *rate.Limiter
 	// controlPlane identifies this istiod in every response.
 	controlPlane *core.ControlPlane
 }

@@ -37,6 +37,12 @@ var (
 		Help: "xDS streams over TLS refused, by stage: authentication (no accepted credential) or authorization (identity does not match the node).",
 	}, []string{"stage"})
 
+	// rateLimited is ours: streams refused for the new-stream rate limit.
+	rateLimited = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "istiod_xds_rate_limited",
+		Help: "New xDS streams refused with ResourceExhausted by the rate limit (PILOT_MAX_REQUESTS_PER_SECOND).",
+	})
+
 	xdsSends = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pilot_xds_responses_total",
 		Help: "Responses sent, by type.",
@@ -44,7 +50,7 @@ var (
 )
 
 func init() {
-	monitoring.MustRegister(xdsClients, totalXDSRejects, expiredNonce, configSize, xdsSends, xdsAuthFailures)
+	monitoring.MustRegister(xdsClients, totalXDSRejects, expiredNonce, configSize, xdsSends, xdsAuthFailures, rateLimited)
 }
 
 // recordSend counts one response: its size, and the push of its type with

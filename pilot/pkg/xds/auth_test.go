@@ -2,6 +2,7 @@ package xds_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -70,5 +71,22 @@ func TestTLSStreamsAuthenticateAndAuthorize(t *testing.T) {
 				t.Fatalf("got %v, want %v %q", err, c.code, c.message)
 			}
 		})
+	}
+}
+
+// New streams over the rate limit wait up to a second, then are refused
+// with ResourceExhausted, as Istio's istiod does; the first one passes.
+func TestNewStreamRateLimit(t *testing.T) {
+	s := newServer(t, true)
+	s.DS.SetRequestLimit(0.1) // one stream per ten seconds
+	first := dial(t, s, adsc.Config{})
+	if err := first.Watch(xds.ClusterType); err != nil {
+		t.Fatal(err)
+	}
+	next(t, first)
+	second := dial(t, s, adsc.Config{NodeID: "sidecar~10.0.0.2~app-2.default~default.svc.cluster.local"})
+	_ = second.Watch(xds.ClusterType)
+	if _, err := second.Next(timeout); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "request rate limit exceeded") {
+		t.Errorf("second stream: %v, want ResourceExhausted", err)
 	}
 }

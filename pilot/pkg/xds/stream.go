@@ -18,6 +18,9 @@ import (
 func serveStream[R interface{ GetNode() *core.Node }](s *DiscoveryServer, ctx context.Context, recv func() (R, error), delta bool,
 	process func(*Connection, R) error, push func(*Connection, *model.PushRequest) error,
 ) error {
+	if err := s.waitForRequestLimit(ctx); err != nil {
+		return err
+	}
 	ids, err := s.authenticate(ctx)
 	if err != nil {
 		return err
