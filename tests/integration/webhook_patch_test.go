@@ -60,3 +60,41 @@ func TestWebhookCABundlePatched(t *testing.T) {
 		return strings.Contains(err.Error(), "invalid regex"), err.Error()
 	})
 }
+
+// A validation webhook installed failing open (as the Helm chart installs
+// it) is set to fail closed once istiod has seen it answer through the API
+// server (a dry-run create of an invalid Gateway is denied).
+func TestValidationWebhookFailsClosedOnceItAnswers(t *testing.T) {
+	env := kube.Shared(t)
+	ns := env.NewNamespace(t, nil).Name
+	d := startIstiod(t, env, ns, withWebhook)
+	ctx := context.Background()
+	ignore, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
+	url := "https://" + d.srv.HTTPSAddr() + "/validate"
+	whc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "istio-validator-failclose-" + ns, Labels: map[string]string{"istio.io/rev": "default"}},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         "rev.validation.istio.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"networking.istio.io"}, APIVersions: []string{"*"}, Resources: []string{"gateways", "virtualservices"}},
+			}},
+			FailurePolicy: &ignore, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+		}},
+	}
+	whcs := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	if _, err := whcs.Create(ctx, whc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = whcs.Delete(context.Background(), whc.Name, metav1.DeleteOptions{}) })
+	eventually(t, "failurePolicy Fail", func() (bool, string) {
+		got, err := whcs.Get(ctx, whc.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		p := got.Webhooks[0].FailurePolicy
+		return p != nil && *p == admissionregistrationv1.Fail && len(got.Webhooks[0].ClientConfig.CABundle) > 0, fmt.Sprint(*p)
+	})
+}

@@ -7,7 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
+
+	clientnetworking "istio.io/client-go/pkg/apis/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -110,7 +114,8 @@ func (s *Server) initRootCertPublisher(sec *secure) {
 		s.nsFilter.AddHandler(sec.nsc.ResyncAll)
 	}
 	// the webhook configurations of this revision trust the same root
-	wh := patcher.New(s.kubeClient.Kube(), patcher.Options{Revision: s.args.Revision, CABundle: sec.ca.RootCertPEM()})
+	wh := patcher.New(s.kubeClient.Kube(), patcher.Options{Revision: s.args.Revision, CABundle: sec.ca.RootCertPEM(),
+		ReadyForFailClose: s.validationWebhookAnswers})
 	sec.ca.OnRootChange(func() {
 		sec.nsc.SetRoot(sec.ca.RootCertPEM())
 		wh.SetCABundle(sec.ca.RootCertPEM())
@@ -227,3 +232,13 @@ type remoteAddr string
 
 func (a remoteAddr) Network() string { return "tcp" }
 func (a remoteAddr) String() string  { return string(a) }
+
+// validationWebhookAnswers dry-runs the creation of an invalid Gateway, as
+// Istio does before it makes its validation webhooks fail closed: the
+// webhook is ready when the API server reports its denial.
+func (s *Server) validationWebhookAnswers(ctx context.Context) bool {
+	gw := &clientnetworking.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "invalid-gateway", Namespace: s.args.Namespace,
+		Annotations: map[string]string{"istio.io/always-reject": "true"}}}
+	_, err := s.kubeClient.Istio().NetworkingV1().Gateways(s.args.Namespace).Create(ctx, gw, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err != nil && strings.Contains(err.Error(), "denied the request")
+}

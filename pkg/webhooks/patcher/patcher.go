@@ -33,6 +33,15 @@ type Options struct {
 	// InjectionSuffix selects the mutating webhooks patched: Istio patches
 	// those whose name ends with "sidecar-injector.istio.io".
 	InjectionSuffix string
+	// ReadyForFailClose reports whether the validation webhook answers
+	// (Istio dry-runs an invalid Gateway and expects the webhook's
+	// denial). Until it does the validation webhooks keep their failure
+	// policy; once it does they are set to Fail, so that nothing unvalidated
+	// gets in. Nil: the failure policy is left alone.
+	ReadyForFailClose func(ctx context.Context) bool
+	// RecheckAfter is how soon a configuration is looked at again while the
+	// webhook is not ready (default 5 s).
+	RecheckAfter time.Duration
 }
 
 // Patcher sets the caBundle of istiod's webhook configurations.
@@ -60,6 +69,9 @@ func New(client kubernetes.Interface, opts Options) *Patcher {
 	}
 	if opts.InjectionSuffix == "" {
 		opts.InjectionSuffix = "sidecar-injector.istio.io"
+	}
+	if opts.RecheckAfter <= 0 {
+		opts.RecheckAfter = 5 * time.Second
 	}
 	p := &Patcher{client: client, opts: opts, bundle: opts.CABundle,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
@@ -158,13 +170,36 @@ func (p *Patcher) patch(k key) error {
 		return ignoreNotFound(err)
 	}
 	upd := cur.DeepCopy()
-	if !setBundles(upd.Webhooks, func(w *admissionv1.ValidatingWebhook) (string, *admissionv1.WebhookClientConfig) {
+	changed := setBundles(upd.Webhooks, func(w *admissionv1.ValidatingWebhook) (string, *admissionv1.WebhookClientConfig) {
 		return w.Name, &w.ClientConfig
-	}, func(string) bool { return true }, bundle) {
+	}, func(string) bool { return true }, bundle)
+	if p.opts.ReadyForFailClose != nil && !failsClosed(upd) {
+		if p.opts.ReadyForFailClose(ctx) {
+			fail := admissionv1.Fail
+			for i := range upd.Webhooks {
+				upd.Webhooks[i].FailurePolicy = &fail
+			}
+			changed = true
+			scope.Infof("validation webhook answers: failurePolicy of %s set to Fail", k.name)
+		} else {
+			p.queue.AddAfter(k, p.opts.RecheckAfter)
+		}
+	}
+	if !changed {
 		return nil
 	}
 	_, err = api.ValidatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{})
 	return logged("ValidatingWebhookConfiguration", k.name, err)
+}
+
+// failsClosed reports whether every webhook of c fails closed.
+func failsClosed(c *admissionv1.ValidatingWebhookConfiguration) bool {
+	for _, w := range c.Webhooks {
+		if w.FailurePolicy == nil || *w.FailurePolicy != admissionv1.Fail {
+			return false
+		}
+	}
+	return true
 }
 
 // isInjection selects the mutating webhooks istiod serves.

@@ -97,3 +97,32 @@ func TestCABundlePatched(t *testing.T) {
 	p.SetCABundle([]byte("ROOT-2"))
 	waitFor(t, "new root", func() bool { inj, _, _, val := bundles(); return inj == "ROOT-2" && val == "ROOT-2" })
 }
+
+// The validation webhooks fail closed once the webhook answers, not before.
+func TestFailurePolicyFailOnceReady(t *testing.T) {
+	ignore := admissionv1.Ignore
+	v := validating("istio-validator-istio-system", "default")
+	v.Webhooks[0].FailurePolicy = &ignore
+	client := fake.NewClientset(v)
+	var ready atomic.Bool
+	p := patcher.New(client, patcher.Options{CABundle: []byte("ROOT"), RecheckAfter: 20 * time.Millisecond,
+		ReadyForFailClose: func(context.Context) bool { return ready.Load() }})
+	stop := make(chan struct{})
+	defer close(stop)
+	go p.Run(stop)
+	vw := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	policy := func() admissionv1.FailurePolicyType {
+		got, _ := vw.Get(context.Background(), v.Name, metav1.GetOptions{})
+		return *got.Webhooks[0].FailurePolicy
+	}
+	waitFor(t, "caBundle set", func() bool {
+		got, _ := vw.Get(context.Background(), v.Name, metav1.GetOptions{})
+		return string(got.Webhooks[0].ClientConfig.CABundle) == "ROOT"
+	})
+	time.Sleep(100 * time.Millisecond) // several rechecks while not ready
+	if policy() != admissionv1.Ignore {
+		t.Fatal("failed closed before the webhook answered")
+	}
+	ready.Store(true)
+	waitFor(t, "failurePolicy Fail", func() bool { return policy() == admissionv1.Fail })
+}
