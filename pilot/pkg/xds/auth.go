@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pkg/security"
 )
 
 // AuthenticateFunc identifies the caller of a stream from its context (the
@@ -100,8 +100,8 @@ func authorize(proxy *model.Proxy, ids []string) error {
 		sa = proxy.Metadata.ServiceAccount
 	}
 	for _, id := range ids {
-		ns, idSA, ok := parseSpiffe(id)
-		if !ok {
+		_, ns, idSA, err := security.ParseSpiffeID(id)
+		if err != nil {
 			continue
 		}
 		if proxy.ConfigNamespace != "" && ns != proxy.ConfigNamespace {
@@ -116,28 +116,4 @@ func authorize(proxy *model.Proxy, ids []string) error {
 	xdsAuthFailures.WithLabelValues("authorization").Inc()
 	adsLog.Warnf("refused xDS stream of %s: no identities (%v) matched %s/%s", proxy.ID, ids, proxy.ConfigNamespace, sa)
 	return status.Errorf(codes.PermissionDenied, "authorization failed: no identities (%v) matched %s/%s", ids, proxy.ConfigNamespace, sa)
-}
-
-// parseSpiffe splits spiffe://<trust domain>/ns/<ns>/sa/<sa>.
-func parseSpiffe(id string) (ns, sa string, ok bool) {
-	rest, found := strings.CutPrefix(id, "spiffe://")
-	if !found {
-		return "", "", false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" || parts[2] == "" || parts[4] == "" {
-		return "", "", false
-	}
-	return parts[2], parts[4], true
-}
-
-// identityNamespaces are the namespaces of a connection's identities.
-func identityNamespaces(ids []string) []string {
-	var out []string
-	for _, id := range ids {
-		if ns, _, ok := parseSpiffe(id); ok {
-			out = append(out, ns)
-		}
-	}
-	return out
 }
