@@ -109,16 +109,7 @@ func TestProxylessGRPCServerRBAC(t *testing.T) {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(srv.Stop)
 
-	resolver, err := xdsgrpc.NewXDSResolverWithConfigForTesting(grpcBootstrap(d.grpc, "client-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient("xds:///xsrv.test.svc.cluster.local:7071", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(resolver))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := testpb.NewTestServiceClient(conn)
+	client := xdsClient(t, d, "xsrv.test.svc.cluster.local:7071")
 
 	// call makes one RPC and says how it ended: "OK" or the status code and
 	// message.

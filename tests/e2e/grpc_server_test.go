@@ -41,6 +41,22 @@ func grpcBootstrap(istiod, pod string) []byte {
 		"server_listener_resource_name_template": "xds.istio.io/grpc/lds/inbound/%%s"}`, istiod, pod))
 }
 
+// xdsClient is a proxyless gRPC client (client-1 of namespace test) of
+// target through istiod's xDS, closed when the test ends.
+func xdsClient(t *testing.T, d *daemon, target string) testpb.TestServiceClient {
+	t.Helper()
+	resolver, err := xdsgrpc.NewXDSResolverWithConfigForTesting(grpcBootstrap(d.grpc, "client-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient("xds:///"+target, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(resolver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return testpb.NewTestServiceClient(conn)
+}
+
 // A real grpc-go xDS server (xds.NewGRPCServer) gets its listener from our
 // istiod: it only serves once that listener arrives, then a real xDS client
 // reaches it through the service.
@@ -90,16 +106,7 @@ func TestProxylessGRPCServerThroughIstiod(t *testing.T) {
 		t.Fatalf("first serving mode %v (error %v), want SERVING\n%s", first.Mode, first.Err, d.logs())
 	}
 
-	resolver, err := xdsgrpc.NewXDSResolverWithConfigForTesting(grpcBootstrap(d.grpc, "client-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient("xds:///xsrv.test.svc.cluster.local:7071", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(resolver))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := testpb.NewTestServiceClient(conn)
+	client := xdsClient(t, d, "xsrv.test.svc.cluster.local:7071")
 	eventually(t, "an RPC served by the xDS server", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

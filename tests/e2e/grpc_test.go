@@ -10,10 +10,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
-	xdsgrpc "google.golang.org/grpc/xds"
 )
 
 // backend is a real gRPC server that answers with its name.
@@ -90,16 +88,7 @@ func TestProxylessGRPCThroughIstiod(t *testing.T) {
 	d := start(t, "--configDir", dir, "--meshConfig", filepath.Join(dir, "no-mesh"))
 	d.waitReady(t)
 
-	resolver, err := xdsgrpc.NewXDSResolverWithConfigForTesting(grpcBootstrap(d.grpc, "client-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient("xds:///echo.test.svc.cluster.local:7070", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(resolver))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := testpb.NewTestServiceClient(conn)
+	client := xdsClient(t, d, "echo.test.svc.cluster.local:7070")
 
 	count := func(n int) (map[string]int, error) {
 		got := map[string]int{}
