@@ -65,12 +65,12 @@ func (s *Server) initDiscovery() {
 	gens.RegisterGRPC(d.server)
 	d.authorizationz = gens.Authorizationz(d.server)
 	push := d.server.PushFunc(d.env)
-	d.engine = pushengine.New(pushengine.Options{Debounce: s.args.Debounce, Push: func(req *model.PushRequest) pushengine.PushResult {
-		st := push(req)
+	d.engine = pushengine.New(pushengine.Options{Debounce: s.args.Debounce, Push: func(req *model.PushRequest) model.PushResult {
+		res := push(req)
 		if req.Full {
 			d.server.PushContext().PolicyProblems() // logs new ones at WARN, sets istiod_policy_ignored
 		}
-		return pushengine.PushResult{ProxiesPushed: st.Proxies, IndexesRebuilt: st.IndexesRebuilt, IndexesReused: st.IndexesReused}
+		return res
 	}})
 	for _, sc := range s.store.Schemas().All() {
 		s.store.RegisterEventHandler(sc.GroupVersionKind(), d.engine.ConfigHandler().Handle)

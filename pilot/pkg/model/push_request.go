@@ -376,3 +376,14 @@ func copyNames(in map[string]struct{}) map[string]struct{} {
 	}
 	return out
 }
+
+// PushResult is what one push did, for /debug/pushz: the xDS server's push
+// callback returns it to the push engine.
+type PushResult struct {
+	// ProxiesPushed counts the connections the push was queued for.
+	ProxiesPushed int
+	// IndexesRebuilt and IndexesReused name the PushContext indexes built
+	// for this push and those reused from the previous snapshot.
+	IndexesRebuilt []string
+	IndexesReused  []string
+}

@@ -6,21 +6,11 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 )
 
-// PushStats is what one push did, for /debug/pushz.
-type PushStats struct {
-	// Proxies counts the connections the push was queued for.
-	Proxies int
-	// IndexesRebuilt and IndexesReused name the PushContext indexes built
-	// for this push and those reused from the previous snapshot.
-	IndexesRebuilt []string
-	IndexesReused  []string
-}
-
 // PushFunc is the push engine's per-push callback: it builds the next
 // PushContext (reusing the indexes a request does not touch), installs it,
 // and queues every connection the request concerns.
-func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushRequest) PushStats {
-	return func(req *model.PushRequest) PushStats {
+func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushRequest) model.PushResult {
+	return func(req *model.PushRequest) model.PushResult {
 		old := s.PushContext()
 		pc := old
 		if req.Full || old == nil {
@@ -39,7 +29,7 @@ func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushReque
 				n++
 			}
 		}
-		return PushStats{Proxies: n, IndexesRebuilt: pc.Rebuilt, IndexesReused: pc.Reused}
+		return model.PushResult{ProxiesPushed: n, IndexesRebuilt: pc.Rebuilt, IndexesReused: pc.Reused}
 	}
 }
 

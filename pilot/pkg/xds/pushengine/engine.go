@@ -12,16 +12,6 @@ import (
 
 var pushEngineLog = log.RegisterScope("push", "push decisions: NeedsPush, debounce, push queue")
 
-// PushResult is what a push reports back for /debug/pushz.
-type PushResult struct {
-	// ProxiesPushed counts the connections the push was queued for.
-	ProxiesPushed int
-	// IndexesRebuilt and IndexesReused name the PushContext indexes built
-	// for this push and those reused from the previous snapshot.
-	IndexesRebuilt []string
-	IndexesReused  []string
-}
-
 // Options configure an Engine.
 type Options struct {
 	// Debounce tunes the debouncer (see DefaultDebounceOptions).
@@ -33,7 +23,7 @@ type Options struct {
 	// called concurrently for debounced requests; endpoint-only requests
 	// that bypass debouncing (Debounce.EnableEDSDebounce false) may run
 	// alongside. The request is Push's to read; it must not be modified.
-	Push func(*model.PushRequest) PushResult
+	Push func(*model.PushRequest) model.PushResult
 	// HistorySize is how many pushes and suppressed updates /debug/pushz
 	// remembers (default 100).
 	HistorySize int
@@ -65,7 +55,7 @@ func New(opts Options) *Engine {
 		opts.Clock = clock.Real()
 	}
 	if opts.Push == nil {
-		opts.Push = func(*model.PushRequest) PushResult { return PushResult{} }
+		opts.Push = func(*model.PushRequest) model.PushResult { return model.PushResult{} }
 	}
 	e := &Engine{
 		opts:       opts,

@@ -34,10 +34,10 @@ const pushTook = 30 * ms
 func newEngine(t *testing.T, opts pushengine.Options) *engineHarness {
 	h := &engineHarness{clock: clock.NewFake(epoch), pushed: make(chan *model.PushRequest, 16), stop: make(chan struct{})}
 	opts.Clock = h.clock
-	opts.Push = func(r *model.PushRequest) pushengine.PushResult {
+	opts.Push = func(r *model.PushRequest) model.PushResult {
 		h.clock.Advance(pushTook)
 		h.pushed <- r
-		return pushengine.PushResult{ProxiesPushed: 3, IndexesRebuilt: []string{"virtualservices"}, IndexesReused: []string{"services"}}
+		return model.PushResult{ProxiesPushed: 3, IndexesRebuilt: []string{"virtualservices"}, IndexesReused: []string{"services"}}
 	}
 	h.engine = pushengine.New(opts)
 	t.Cleanup(func() {
