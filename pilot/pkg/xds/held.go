@@ -53,17 +53,18 @@ func (s *DiscoveryServer) setHeld(con *Connection, t string, held map[string]str
 // says how many proxies and names a few; it disappears when those proxies
 // are sent a valid version or disconnect. A diag.Board provider.
 func (s *DiscoveryServer) Problems() []diag.Problem {
+	// detail starts with the verb: "reject ..." or "hold ..."
 	type key struct{ subject, detail string }
 	proxies := map[key][]string{}
 	for _, c := range s.ConnectionSnapshots() {
 		for _, w := range c.Watches {
 			short := ShortType(w.TypeURL)
 			if w.LastNACK != "" {
-				k := key{"rejected " + short, short + ": " + w.LastNACK}
+				k := key{"rejected " + short, "reject " + short + ": " + w.LastNACK}
 				proxies[k] = append(proxies[k], c.Proxy.ID)
 			}
 			for name, reason := range w.Held {
-				k := key{short + " " + name, short + " " + name + " at their last valid copy: the generated one is invalid and was not sent: " + reason}
+				k := key{short + " " + name, "hold " + short + " " + name + " at their last valid copy: the generated one is invalid and was not sent: " + reason}
 				proxies[k] = append(proxies[k], c.Proxy.ID)
 			}
 		}
@@ -75,11 +76,7 @@ func (s *DiscoveryServer) Problems() []diag.Problem {
 		if len(sample) > 3 {
 			sample = sample[:3]
 		}
-		verb := "reject "
-		if !strings.HasPrefix(k.subject, "rejected ") {
-			verb = "hold "
-		}
-		msg := fmt.Sprintf("%d proxies %s%s (%s", len(ids), verb, k.detail, strings.Join(sample, ", "))
+		msg := fmt.Sprintf("%d proxies %s (%s", len(ids), k.detail, strings.Join(sample, ", "))
 		if len(ids) > len(sample) {
 			msg += ", …"
 		}
