@@ -15,9 +15,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 
-// Update reports whether the test run rewrites golden files (-update).
-func Update() bool { return *update }
-
 // Diff lists the paths where two decoded JSON values differ, each with
 // both values (clipped), sorted by path.
 func Diff(path string, got, want any) []string {
