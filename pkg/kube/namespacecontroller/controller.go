@@ -51,30 +51,36 @@ type Controller struct {
 	mu   sync.Mutex
 	root []byte
 	crl  []byte
+	cur  *term // the running term (nil while not leading)
+}
 
-	factory    informers.SharedInformerFactory
+// term is one run of the controller (one leadership term): its informers,
+// listers and queue start and end with it, so a replica that leads again
+// later starts afresh.
+type term struct {
 	namespaces listersv1.NamespaceLister
 	configMaps listersv1.ConfigMapLister
-	cmInformer cache.SharedIndexInformer
-	synced     []cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[string]
 }
 
 // New builds a controller; Run starts it.
 func New(client kubernetes.Interface, opts Options) *Controller {
-	c := &Controller{client: client, opts: opts, root: opts.Root, crl: opts.CRL,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespacecontroller"})}
-	c.factory = informers.NewSharedInformerFactory(client, 0)
-	nsInf := c.factory.Core().V1().Namespaces()
-	cmInf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	return &Controller{client: client, opts: opts, root: opts.Root, crl: opts.CRL}
+}
+
+// start builds and starts a term's informers; they stop with stop.
+func (c *Controller) start(stop <-chan struct{}) (*term, []cache.InformerSynced) {
+	t := &term{queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespacecontroller"})}
+	nsFactory := informers.NewSharedInformerFactory(c.client, 0)
+	cmFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = ConfigLabel + "=true"
-	})).Core().V1().ConfigMaps()
-	c.namespaces, c.configMaps = nsInf.Lister(), cmInf.Lister()
-	c.synced = []cache.InformerSynced{nsInf.Informer().HasSynced, cmInf.Informer().HasSynced}
+	}))
+	nsInf, cmInf := nsFactory.Core().V1().Namespaces(), cmFactory.Core().V1().ConfigMaps()
+	t.namespaces, t.configMaps = nsInf.Lister(), cmInf.Lister()
 	enqueueNS := func(o any) {
 		if ns, ok := o.(*corev1.Namespace); ok {
-			c.queue.Add(ns.Name)
+			t.queue.Add(ns.Name)
 		}
 	}
 	enqueueCM := func(o any) {
@@ -82,7 +88,7 @@ func New(client kubernetes.Interface, opts Options) *Controller {
 			o = d.Obj
 		}
 		if cm, ok := o.(*corev1.ConfigMap); ok && (cm.Name == RootCertConfigMap || cm.Name == CRLConfigMap) {
-			c.queue.Add(cm.Namespace)
+			t.queue.Add(cm.Namespace)
 		}
 	}
 	reportErr := func(what string, err error) {
@@ -96,8 +102,9 @@ func New(client kubernetes.Interface, opts Options) *Controller {
 	_, err = cmInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueueCM,
 		UpdateFunc: func(_, o any) { enqueueCM(o) }, DeleteFunc: enqueueCM})
 	reportErr("ConfigMap", err)
-	c.cmInformer = cmInf.Informer()
-	return c
+	nsFactory.Start(stop)
+	cmFactory.Start(stop)
+	return t, []cache.InformerSynced{nsInf.Informer().HasSynced, cmInf.Informer().HasSynced}
 }
 
 // SetRoot publishes a new root (after rotation) to every namespace.
@@ -108,51 +115,70 @@ func (c *Controller) SetRoot(root []byte) {
 	c.ResyncAll()
 }
 
-// ResyncAll rechecks every namespace (the namespace filter changed).
+// ResyncAll rechecks every namespace (the namespace filter changed); it
+// does nothing while the controller does not run.
 func (c *Controller) ResyncAll() {
-	nss, err := c.namespaces.List(labels.Everything())
+	c.mu.Lock()
+	t := c.cur
+	c.mu.Unlock()
+	if t != nil {
+		t.resyncAll()
+	}
+}
+
+func (t *term) resyncAll() {
+	nss, err := t.namespaces.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, ns := range nss {
-		c.queue.Add(ns.Name)
+		t.queue.Add(ns.Name)
 	}
 }
 
-// Run writes until stop closes.
+// Run writes until stop closes. It may run again later (a new leadership
+// term), never twice at once.
 func (c *Controller) Run(stop <-chan struct{}) {
-	c.factory.Start(stop)
-	go c.cmInformer.Run(stop)
-	if !cache.WaitForCacheSync(stop, c.synced...) {
+	t, synced := c.start(stop)
+	defer t.queue.ShutDown()
+	if !cache.WaitForCacheSync(stop, synced...) {
 		return
 	}
-	c.ResyncAll()
+	c.mu.Lock()
+	c.cur = t
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.cur = nil
+		c.mu.Unlock()
+	}()
+	t.resyncAll()
 	go func() {
 		<-stop
-		c.queue.ShutDown()
+		t.queue.ShutDown()
 	}()
-	for c.processNext() {
+	for c.processNext(t) {
 	}
 }
 
-func (c *Controller) processNext() bool {
-	ns, quit := c.queue.Get()
+func (c *Controller) processNext(t *term) bool {
+	ns, quit := t.queue.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(ns)
-	if err := c.reconcile(ns); err != nil {
+	defer t.queue.Done(ns)
+	if err := c.reconcile(t, ns); err != nil {
 		scope.Warnf("namespace %s: %v (retrying)", ns, err)
-		c.queue.AddRateLimited(ns)
+		t.queue.AddRateLimited(ns)
 		return true
 	}
-	c.queue.Forget(ns)
+	t.queue.Forget(ns)
 	return true
 }
 
 // reconcile makes the namespace's two ConfigMaps say what they must.
-func (c *Controller) reconcile(ns string) error {
-	n, err := c.namespaces.Get(ns)
+func (c *Controller) reconcile(t *term, ns string) error {
+	n, err := t.namespaces.Get(ns)
 	if apierrors.IsNotFound(err) || (err == nil && n.DeletionTimestamp != nil) {
 		return nil
 	}
@@ -165,17 +191,17 @@ func (c *Controller) reconcile(ns string) error {
 	c.mu.Lock()
 	root, crl := string(c.root), string(c.crl)
 	c.mu.Unlock()
-	if err := c.ensure(ns, RootCertConfigMap, map[string]string{RootCertKey: root}); err != nil {
+	if err := c.ensure(t, ns, RootCertConfigMap, map[string]string{RootCertKey: root}); err != nil {
 		return err
 	}
-	return c.ensure(ns, CRLConfigMap, map[string]string{CRLKey: crl})
+	return c.ensure(t, ns, CRLConfigMap, map[string]string{CRLKey: crl})
 }
 
-func (c *Controller) ensure(ns, name string, data map[string]string) error {
+func (c *Controller) ensure(t *term, ns, name string, data map[string]string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	api := c.client.CoreV1().ConfigMaps(ns)
-	cur, err := c.configMaps.ConfigMaps(ns).Get(name)
+	cur, err := t.configMaps.ConfigMaps(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{ConfigLabel: "true"}}, Data: data}
 		_, err = api.Create(ctx, cm, metav1.CreateOptions{})

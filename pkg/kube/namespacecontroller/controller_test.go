@@ -2,6 +2,7 @@ package namespacecontroller_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,5 +106,26 @@ func TestRootCertConfigMaps(t *testing.T) {
 	c.SetRoot([]byte("ROOT-2\n"))
 	for _, n := range []string{"bookinfo", "default", "created-later"} {
 		waitFor(t, n+" new root", func() (bool, string) { r, _ := rootIn(client, n); return r == "ROOT-2\n", r })
+	}
+}
+
+// A replica that loses leadership and wins it again writes again: each
+// leadership term runs the controller afresh.
+func TestRunsAgainAfterLeadershipReturns(t *testing.T) {
+	client := fake.NewClientset(ns("bookinfo"))
+	c := nc.New(client, nc.Options{Root: []byte("ROOT\n")})
+	for term := 0; term < 2; term++ {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			c.Run(stop)
+			close(done)
+		}()
+		waitFor(t, fmt.Sprintf("term %d writes", term), func() (bool, string) { r, _ := rootIn(client, "bookinfo"); return r == "ROOT\n", r })
+		close(stop)
+		<-done
+		if err := client.CoreV1().ConfigMaps("bookinfo").Delete(context.Background(), nc.RootCertConfigMap, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
