@@ -51,10 +51,14 @@ type Patcher struct {
 
 	mu     sync.Mutex
 	bundle []byte
+	cur    *term // the running term (nil while not leading)
+}
 
+// term is one run (one leadership term): its informers and queue start and
+// end with it, so a replica that leads again later starts afresh.
+type term struct {
 	factory informers.SharedInformerFactory
 	queue   workqueue.TypedRateLimitingInterface[key]
-	synced  []cache.InformerSynced
 }
 
 type key struct {
@@ -73,15 +77,18 @@ func New(client kubernetes.Interface, opts Options) *Patcher {
 	if opts.RecheckAfter <= 0 {
 		opts.RecheckAfter = 5 * time.Second
 	}
-	p := &Patcher{client: client, opts: opts, bundle: opts.CABundle,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "webhookpatcher"})}
-	p.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = RevisionLabel + "=" + opts.Revision
+	return &Patcher{client: client, opts: opts, bundle: opts.CABundle}
+}
+
+// start builds and starts a term's informers; they stop with stop.
+func (p *Patcher) start(stop <-chan struct{}) (*term, []cache.InformerSynced) {
+	t := &term{queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
+		workqueue.TypedRateLimitingQueueConfig[key]{Name: "webhookpatcher"})}
+	t.factory = informers.NewSharedInformerFactoryWithOptions(p.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = RevisionLabel + "=" + p.opts.Revision
 	}))
-	mw := p.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
-	vw := p.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
-	p.synced = []cache.InformerSynced{mw.HasSynced, vw.HasSynced}
+	mw := t.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
+	vw := t.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
 	for _, w := range []struct {
 		inf      cache.SharedIndexInformer
 		mutating bool
@@ -89,67 +96,83 @@ func New(client kubernetes.Interface, opts Options) *Patcher {
 		mutating := w.mutating
 		enqueue := func(o any) {
 			if m, ok := o.(metav1.Object); ok {
-				p.queue.Add(key{mutating: mutating, name: m.GetName()})
+				t.queue.Add(key{mutating: mutating, name: m.GetName()})
 			}
 		}
 		if _, err := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }}); err != nil {
 			scope.Errorf("webhook configuration informer refused the handler: %v", err)
 		}
 	}
-	return p
+	t.factory.Start(stop)
+	return t, []cache.InformerSynced{mw.HasSynced, vw.HasSynced}
 }
 
 // SetCABundle publishes a new root (after rotation) to every webhook.
 func (p *Patcher) SetCABundle(b []byte) {
 	p.mu.Lock()
 	p.bundle = bytes.Clone(b)
+	t := p.cur
 	p.mu.Unlock()
-	for _, m := range p.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer().GetStore().List() {
-		p.queue.Add(key{mutating: true, name: m.(metav1.Object).GetName()})
+	if t == nil {
+		return // the next term starts from the new bundle
 	}
-	for _, v := range p.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer().GetStore().List() {
-		p.queue.Add(key{name: v.(metav1.Object).GetName()})
+	v1 := t.factory.Admissionregistration().V1()
+	for _, m := range v1.MutatingWebhookConfigurations().Informer().GetStore().List() {
+		t.queue.Add(key{mutating: true, name: m.(metav1.Object).GetName()})
+	}
+	for _, v := range v1.ValidatingWebhookConfigurations().Informer().GetStore().List() {
+		t.queue.Add(key{name: v.(metav1.Object).GetName()})
 	}
 }
 
-// Run patches until stop closes.
+// Run patches until stop closes. It may run again later (a new leadership
+// term), never twice at once.
 func (p *Patcher) Run(stop <-chan struct{}) {
-	p.factory.Start(stop)
-	if !cache.WaitForCacheSync(stop, p.synced...) {
+	t, synced := p.start(stop)
+	defer t.queue.ShutDown()
+	if !cache.WaitForCacheSync(stop, synced...) {
 		return
 	}
+	p.mu.Lock()
+	p.cur = t
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.cur = nil
+		p.mu.Unlock()
+	}()
 	go func() {
 		<-stop
-		p.queue.ShutDown()
+		t.queue.ShutDown()
 	}()
-	for p.next() {
+	for p.next(t) {
 	}
 }
 
-func (p *Patcher) next() bool {
-	k, quit := p.queue.Get()
+func (p *Patcher) next(t *term) bool {
+	k, quit := t.queue.Get()
 	if quit {
 		return false
 	}
-	defer p.queue.Done(k)
-	if err := p.patch(k); err != nil {
+	defer t.queue.Done(k)
+	if err := p.patch(t, k); err != nil {
 		scope.Warnf("webhook configuration %s: %v (retrying)", k.name, err)
-		p.queue.AddRateLimited(k)
+		t.queue.AddRateLimited(k)
 		return true
 	}
-	p.queue.Forget(k)
+	t.queue.Forget(k)
 	return true
 }
 
 // patch sets the caBundle of the configuration's webhooks, writing only
 // when one differs.
-func (p *Patcher) patch(k key) error {
+func (p *Patcher) patch(t *term, k key) error {
 	p.mu.Lock()
 	bundle := p.bundle
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v1 := p.factory.Admissionregistration().V1()
+	v1 := t.factory.Admissionregistration().V1()
 	api := p.client.AdmissionregistrationV1()
 	if k.mutating {
 		cur, err := v1.MutatingWebhookConfigurations().Lister().Get(k.name)
@@ -182,7 +205,7 @@ func (p *Patcher) patch(k key) error {
 			changed = true
 			scope.Infof("validation webhook answers: failurePolicy of %s set to Fail", k.name)
 		} else {
-			p.queue.AddAfter(k, p.opts.RecheckAfter)
+			t.queue.AddAfter(k, p.opts.RecheckAfter)
 		}
 	}
 	if !changed {

@@ -126,3 +126,29 @@ func TestFailurePolicyFailOnceReady(t *testing.T) {
 	ready.Store(true)
 	waitFor(t, "failurePolicy Fail", func() bool { return policy() == admissionv1.Fail })
 }
+
+// A replica that loses leadership and wins it again patches again.
+func TestPatchesAgainAfterLeadershipReturns(t *testing.T) {
+	client := fake.NewClientset(validating("istio-validator-istio-system", "default"))
+	p := patcher.New(client, patcher.Options{CABundle: []byte("ROOT")})
+	vw := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	for term := 0; term < 2; term++ {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			p.Run(stop)
+			close(done)
+		}()
+		waitFor(t, "caBundle set", func() bool {
+			got, _ := vw.Get(context.Background(), "istio-validator-istio-system", metav1.GetOptions{})
+			return string(got.Webhooks[0].ClientConfig.CABundle) == "ROOT"
+		})
+		close(stop)
+		<-done
+		got, _ := vw.Get(context.Background(), "istio-validator-istio-system", metav1.GetOptions{})
+		got.Webhooks[0].ClientConfig.CABundle = nil
+		if _, err := vw.Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
