@@ -11,6 +11,7 @@ import (
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
+	"github.com/meshplane/istiod/pkg/config/validation"
 )
 
 // Options controls Parse.
@@ -128,7 +129,7 @@ func parseDocument(d *Document, body []byte, schemas collection.Schemas, opts Op
 	d.Dropped = dropped
 	if opts.Validate {
 		warn, err := s.ValidateConfig(*cfg)
-		d.Warnings = flatten(warn)
+		d.Warnings = validation.Problems(warn)
 		if err != nil {
 			d.Err = err
 			return true
@@ -136,20 +137,6 @@ func parseDocument(d *Document, body []byte, schemas collection.Schemas, opts Op
 	}
 	d.Config = cfg
 	return true
-}
-
-func flatten(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // ParseInputs decodes every document of input against the Pilot and Gateway

@@ -2,6 +2,7 @@ package crdclient
 
 import (
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/validation"
 	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/monitoring"
 )
@@ -20,7 +21,7 @@ func (k *kindState) validate(cfg config.Config) bool {
 	subject := k.schema.Kind() + " " + key
 	warn, err := k.schema.ValidateConfig(cfg)
 	var problems []diag.Problem
-	for _, w := range flattenErrors(warn) {
+	for _, w := range validation.Problems(warn) {
 		problems = append(problems, diag.Problem{Severity: diag.Warning, Object: subject, Message: w.Error()})
 	}
 	if err != nil {
@@ -62,21 +63,6 @@ func (k *kindState) report(subject string, problems []diag.Problem) {
 	if b := k.cl.opts.Problems; b != nil {
 		b.Report(problemSource, subject, problems)
 	}
-}
-
-// flattenErrors splits a joined error into its parts.
-func flattenErrors(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flattenErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // configKey is the collection key of a config: namespace/name, as
