@@ -59,25 +59,6 @@ func TestReadyMeansXDSServes(t *testing.T) {
 	}
 }
 
-// Shutdown returns only once the push engine has stopped: no push runs
-// after it.
-func TestShutdownWaitsForThePushEngine(t *testing.T) {
-	srv := startFileServer(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for !srv.DiscoveryServer().Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("never ready")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	srv.Shutdown()
-	select {
-	case <-srv.PushEngine().Done():
-	default:
-		t.Fatal("Shutdown returned while the push engine was still running")
-	}
-}
-
 // Without a cluster the CA keeps its root in its directory, shows it on
 // /debug/ca, and a restart on the same directory keeps the same root.
 func TestRootWithoutClusterIsAFileAndOnDebug(t *testing.T) {
