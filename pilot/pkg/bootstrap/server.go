@@ -296,10 +296,12 @@ func (s *Server) Start() error {
 			scope.Infof("config sources synced in %v", time.Since(start).Round(time.Millisecond))
 		}
 	}()
-	if err := s.startSecureAndWebhooks(); err != nil {
+	// the listeners of fixed addresses are bound before those on port 0, so
+	// that a port picked by the kernel never takes one a flag names
+	if err := s.startDiscovery(); err != nil {
 		return err
 	}
-	return s.startDiscovery()
+	return s.startSecureAndWebhooks()
 }
 
 func (s *Server) serve(srv *http.Server, l net.Listener, name string) {
