@@ -68,3 +68,17 @@ func (p *PushContext) GatewaysForProxy(proxy *Proxy) []config.Config {
 	}
 	return out
 }
+
+// GatewaysInScope returns the Gateways that may apply to a gateway proxy,
+// oldest first (shared, read-only): all of them, or with
+// ScopeGatewayToNamespace those of its namespace. Which ones apply is
+// decided by their selector or the Service they name (networking/gateway).
+func (p *PushContext) GatewaysInScope(proxy *Proxy) []config.Config {
+	if proxy == nil {
+		return nil
+	}
+	if p.gateways.scopeToNS {
+		return p.gateways.byNamespace[proxy.ConfigNamespace]
+	}
+	return p.gateways.all
+}

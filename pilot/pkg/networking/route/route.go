@@ -48,6 +48,19 @@ type Options struct {
 	// gateways: "mesh" for sidecars).
 	ProxyLabels map[string]string
 	Gateway     string
+	// LookupService finds the service of a destination host as the proxy
+	// sees it (nil: destinations without a port use the route's port).
+	LookupService func(host string) *model.Service
+}
+
+// RouteSemanticsAnnotation marks VirtualServices translated from the
+// Gateway API, whose routes follow its rules (segment-wise path prefixes,
+// 500 for a missing backend).
+const RouteSemanticsAnnotation = "internal.istio.io/route-semantics"
+
+// GatewaySemantics tells a VirtualService translated from the Gateway API.
+func GatewaySemantics(vs *config.Config) bool {
+	return vs != nil && vs.Annotations[RouteSemanticsAnnotation] == "gateway"
 }
 
 // BuildRouteConfiguration builds the configuration of one port.
@@ -193,7 +206,7 @@ func translateVirtualService(vs *config.Config, port int, o Options) []*routev3.
 			matches = []*networking.HTTPMatchRequest{nil}
 		}
 		for _, m := range matches {
-			r := translateRoute(hr, m, port, vs)
+			r := translateRoute(hr, m, port, vs, o)
 			if r == nil {
 				continue
 			}

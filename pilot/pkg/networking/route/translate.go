@@ -1,6 +1,7 @@
 package route
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config"
@@ -22,8 +24,9 @@ import (
 
 // translateRoute builds one Envoy route for an HTTP route and one of its
 // matches (nil: match everything).
-func translateRoute(hr *networking.HTTPRoute, m *networking.HTTPMatchRequest, port int, vs *config.Config) *routev3.Route {
-	r := &routev3.Route{Name: hr.Name, Match: translateMatch(m)}
+func translateRoute(hr *networking.HTTPRoute, m *networking.HTTPMatchRequest, port int, vs *config.Config, o Options) *routev3.Route {
+	gw := GatewaySemantics(vs)
+	r := &routev3.Route{Name: hr.Name, Match: translateMatch(m, gw)}
 	switch {
 	case hr.Redirect != nil:
 		r.Action = &routev3.Route_Redirect{Redirect: redirect(hr.Redirect)}
@@ -38,9 +41,9 @@ func translateRoute(hr *networking.HTTPRoute, m *networking.HTTPMatchRequest, po
 		}
 		r.Action = &routev3.Route_DirectResponse{DirectResponse: dr}
 	case len(hr.Route) > 0:
-		ra, op := routeAction(hr, port, vs)
+		ra := routeAction(hr, port, vs, r.Match, o)
 		r.Action = &routev3.Route_Route{Route: ra}
-		r.Decorator = &routev3.Decorator{Operation: op}
+		r.Decorator = &routev3.Decorator{Operation: operation(r, vs.Name, port)}
 	default:
 		return nil
 	}
@@ -81,7 +84,7 @@ func cors(c *networking.CorsPolicy) *corsv3.CorsPolicy {
 	return out
 }
 
-func translateMatch(m *networking.HTTPMatchRequest) *routev3.RouteMatch {
+func translateMatch(m *networking.HTTPMatchRequest, gatewaySemantics bool) *routev3.RouteMatch {
 	rm := &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}
 	if m == nil {
 		return rm
@@ -92,7 +95,12 @@ func translateMatch(m *networking.HTTPMatchRequest) *routev3.RouteMatch {
 		case *networking.StringMatch_Exact:
 			rm.PathSpecifier = &routev3.RouteMatch_Path{Path: x.Exact}
 		case *networking.StringMatch_Prefix:
-			rm.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: x.Prefix}
+			if gatewaySemantics && x.Prefix != "/" {
+				// Gateway API PathPrefix matches whole path segments
+				rm.PathSpecifier = &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: strings.TrimSuffix(x.Prefix, "/")}
+			} else {
+				rm.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: x.Prefix}
+			}
 		case *networking.StringMatch_Regex:
 			rm.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: x.Regex}}
 		}
@@ -148,35 +156,75 @@ func headerMatcher(name string, s *networking.StringMatch) *routev3.HeaderMatche
 	return h
 }
 
-// destinationCluster names the cluster of a destination: the destination's
-// port, or the route's port when it names none.
-func destinationCluster(d *networking.Destination, port int) string {
-	p := port
+// DestinationPort is the port of a destination's cluster: the port the
+// destination names, else the service's only port, else the route's port.
+func DestinationPort(d *networking.Destination, svc *model.Service, port int) int {
 	if n := d.GetPort().GetNumber(); n != 0 {
-		p = int(n)
+		return int(n)
 	}
-	return cluster.SubsetKey(cluster.Outbound, d.Subset, d.Host, p)
+	if svc != nil && len(svc.Ports) == 1 {
+		return svc.Ports[0].Port
+	}
+	return port
 }
 
-func routeAction(hr *networking.HTTPRoute, port int, vs *config.Config) (*routev3.RouteAction, string) {
+// destinationCluster names the cluster of a destination (see
+// DestinationPort).
+func destinationCluster(d *networking.Destination, port int, o Options) string {
+	var svc *model.Service
+	if o.LookupService != nil && d.GetPort().GetNumber() == 0 {
+		svc = o.LookupService(d.Host)
+	}
+	return cluster.SubsetKey(cluster.Outbound, d.Subset, d.Host, DestinationPort(d, svc, port))
+}
+
+// operation is the trace operation of a route, as Istio names it:
+// <host>:<port><path> for one destination cluster, else
+// <VirtualService>:<route port><path>, the path being the prefix with "*",
+// the exact path or the regex ("/*" for other matches).
+func operation(r *routev3.Route, vsName string, port int) string {
+	path := "/*"
+	switch m := r.GetMatch().GetPathSpecifier().(type) {
+	case *routev3.RouteMatch_Prefix:
+		path = m.Prefix + "*"
+	case *routev3.RouteMatch_Path:
+		path = m.Path
+	case *routev3.RouteMatch_SafeRegex:
+		path = m.SafeRegex.GetRegex()
+	}
+	if c := r.GetRoute().GetCluster(); c != "" {
+		if _, _, h, p, ok := cluster.ParseSubsetKey(c); ok {
+			return h + ":" + strconv.Itoa(p) + path
+		}
+	}
+	return vsName + ":" + strconv.Itoa(port) + path
+}
+
+func routeAction(hr *networking.HTTPRoute, port int, vs *config.Config, match *routev3.RouteMatch, o Options) *routev3.RouteAction {
 	ra := &routev3.RouteAction{Timeout: durationOrZero(hr.Timeout), MaxGrpcTimeout: durationOrZero(hr.Timeout)}
-	var op string
+	if GatewaySemantics(vs) {
+		// a backend that does not exist answers 500, as the Gateway API asks
+		ra.ClusterNotFoundResponseCode = routev3.RouteAction_INTERNAL_SERVER_ERROR
+	}
 	if len(hr.Route) == 1 {
-		d := hr.Route[0].Destination
-		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: destinationCluster(d, port)}
-		op = d.Host + ":" + strconv.Itoa(portOf(d, port)) + "/*"
+		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: destinationCluster(hr.Route[0].Destination, port, o)}
 	} else {
 		wc := &routev3.WeightedCluster{}
 		for _, dst := range hr.Route {
 			wc.Clusters = append(wc.Clusters, &routev3.WeightedCluster_ClusterWeight{
-				Name: destinationCluster(dst.Destination, port), Weight: wrapperspb.UInt32(uint32(dst.Weight))})
+				Name: destinationCluster(dst.Destination, port, o), Weight: wrapperspb.UInt32(uint32(dst.Weight))})
 		}
 		ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
-		op = shortHost(hr.Route[0].Destination.Host, vs) + ":" + strconv.Itoa(portOf(hr.Route[0].Destination, port)) + "/*"
 	}
 	ra.RetryPolicy = retryPolicy(hr.Retries)
 	if rw := hr.Rewrite; rw != nil {
-		if rw.Uri != "" {
+		switch {
+		case rw.Uri == "/" && GatewaySemantics(vs) && match.GetPathSeparatedPrefix() != "":
+			// Gateway API ReplacePrefixMatch "/": drop the prefix, keep a "/"
+			ra.RegexRewrite = &matcherv3.RegexMatchAndSubstitute{
+				Pattern:      &matcherv3.RegexMatcher{Regex: "^" + regexp.QuoteMeta(match.GetPathSeparatedPrefix()) + `(/?)(.*)`},
+				Substitution: `/\2`}
+		case rw.Uri != "":
 			ra.PrefixRewrite = rw.Uri
 		}
 		if rw.Authority != "" {
@@ -186,27 +234,10 @@ func routeAction(hr *networking.HTTPRoute, port int, vs *config.Config) (*routev
 	if rr := hr.GetRewrite().GetUriRegexRewrite(); rr != nil {
 		ra.RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: rr.Match}, Substitution: rr.Rewrite}
 	}
-	for _, m := range mirrors(hr, port) {
+	for _, m := range mirrors(hr, port, o) {
 		ra.RequestMirrorPolicies = append(ra.RequestMirrorPolicies, m)
 	}
-	return ra, op
-}
-
-func portOf(d *networking.Destination, port int) int {
-	if n := d.GetPort().GetNumber(); n != 0 {
-		return int(n)
-	}
-	return port
-}
-
-// shortHost is the destination host as the VirtualService wrote it, which
-// Istio uses in the operation name of weighted routes.
-func shortHost(host string, vs *config.Config) string {
-	suffix := "." + vs.Namespace + ".svc." + vs.Domain
-	if vs.Domain != "" && strings.HasSuffix(host, suffix) {
-		return strings.TrimSuffix(host, suffix)
-	}
-	return host
+	return ra
 }
 
 func retryPolicy(r *networking.HTTPRetry) *routev3.RetryPolicy {
@@ -225,10 +256,10 @@ func retryPolicy(r *networking.HTTPRetry) *routev3.RetryPolicy {
 	return p
 }
 
-func mirrors(hr *networking.HTTPRoute, port int) []*routev3.RouteAction_RequestMirrorPolicy {
+func mirrors(hr *networking.HTTPRoute, port int, o Options) []*routev3.RouteAction_RequestMirrorPolicy {
 	var out []*routev3.RouteAction_RequestMirrorPolicy
 	add := func(d *networking.Destination, p *networking.Percent) {
-		m := &routev3.RouteAction_RequestMirrorPolicy{Cluster: destinationCluster(d, port)}
+		m := &routev3.RouteAction_RequestMirrorPolicy{Cluster: destinationCluster(d, port, o)}
 		v := 100.0
 		if p != nil {
 			v = p.Value

@@ -252,3 +252,11 @@ func (t InboundTLS) For(c Chain) *core.TransportSocket {
 		return t.TCP
 	}
 }
+
+// CertificateSecret is the SDS secret of the certificate (the declared
+// files, else the workload's own "default").
+func (c ServerCerts) CertificateSecret() *tlsv3.SdsSecretConfig { return c.certificate() }
+
+// RootSecret is the SDS secret of the root (the declared file, else
+// ROOTCA).
+func (c ServerCerts) RootSecret() *tlsv3.SdsSecretConfig { return c.root() }

@@ -100,6 +100,9 @@ func (g *SidecarGenerators) proxyTargets(proxy *model.Proxy) []listener.InboundT
 
 func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
+	if proxy.Type == model.Router {
+		return g.routerClusters(proxy, push), nil
+	}
 	m := push.Mesh
 	var res xds.Generated
 	for _, svc := range push.ServicesForProxy(proxy) {
@@ -108,15 +111,7 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		// destination rule it uses
 		dr := destinationRule(push, proxy, svc)
 		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key()}
-		res.Append(g.cache.get(push, key, 0, func() xds.Generated {
-			opts := cluster.Options{Mesh: m, DestinationRule: dr.Rule(), ServiceAccounts: g.serviceAccounts(svc),
-				PeerDisabled: authn.DestinationMode(push, push.RootNamespace(), svc.Attributes.Namespace) == authn.ModeDisable,
-				Endpoints: func(p *model.Port) []*model.IstioEndpoint {
-					eps, _ := g.orderedEndpoints(svc)
-					return portEndpoints(eps, p)
-				}}
-			return toResources(xds.ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
-		}))
+		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, svc, dr) }))
 	}
 	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
 	for _, t := range g.proxyTargets(proxy) {
@@ -124,6 +119,18 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 	}
 	res.Append(toResources(xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }))
 	return res, nil
+}
+
+// outboundClusters are the outbound clusters of one service under the
+// destination rule a proxy uses for it.
+func (g *SidecarGenerators) outboundClusters(push *model.PushContext, svc *model.Service, dr *model.ConsolidatedDestRule) xds.Generated {
+	opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), ServiceAccounts: g.serviceAccounts(svc),
+		PeerDisabled: authn.DestinationMode(push, push.RootNamespace(), svc.Attributes.Namespace) == authn.ModeDisable,
+		Endpoints: func(p *model.Port) []*model.IstioEndpoint {
+			eps, _ := g.orderedEndpoints(svc)
+			return portEndpoints(eps, p)
+		}}
+	return toResources(xds.ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
 }
 
 // allowAny tells whether the proxy may reach unknown destinations: its
@@ -137,6 +144,9 @@ func allowAny(push *model.PushContext, proxy *model.Proxy) bool {
 
 func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
+	if proxy.Type == model.Router {
+		return g.routerListeners(proxy, push), nil
+	}
 	tp := telemetryProxy(proxy)
 	opts := listener.Options{AllowAny: allowAny(push, proxy), Inbound: g.proxyTargets(proxy),
 		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
@@ -162,6 +172,9 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 	push := req.Push
 	names := w.Names()
 	sort.Strings(names)
+	if proxy.Type == model.Router {
+		return g.routerRoutes(proxy, push, names), nil
+	}
 	// the route configuration of a port depends on the proxy through its
 	// namespace (visibility, short names) and labels (sourceLabels matches)
 	scope := proxy.ConfigNamespace + "|" + labelsKey(proxy.Labels)
@@ -177,7 +190,8 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 				byPort = routesByPort(push, proxy)
 			}
 			opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
-				ProxyLabels: proxy.Labels, Gateway: "mesh"}
+				ProxyLabels: proxy.Labels, Gateway: "mesh",
+				LookupService: func(h string) *model.Service { return push.ServiceForHostname(proxy, h) }}
 			rc := route.BuildRouteConfiguration(port, byPort[port], opts)
 			return toResources(xds.RouteType, []*routeCfg{rc}, func(r *routeCfg) string { return r.Name })
 		}))

@@ -70,7 +70,16 @@ type Mesh struct {
 	// PodIPs marks pods Running and ready with an IP, as the reference run
 	// did (no kubelet ran), by pod name.
 	PodIPs map[string]string
+	// Lists are JSON files of kind List (kubectl get -o json) whose items
+	// are Kubernetes objects the run had, applied after Inputs.
+	Lists []string
 }
+
+// Gateways is the gateways reference mesh, Istio Gateway side: the
+// Services and Gateways of input/gateways.yaml, plus the objects Istio
+// generated for the Gateway API Gateway (its Service is visible to every
+// proxy). No mesh file: mesh defaults.
+var Gateways = Mesh{Dir: "gateways", Inputs: []string{"input/gateways.yaml"}, Lists: []string{"real/generated-objects.json"}}
 
 // Bookinfo is the bookinfo reference mesh.
 var Bookinfo = Mesh{Dir: "bookinfo", Inputs: []string{"input/bookinfo.yaml"}}
@@ -118,6 +127,21 @@ func (m Mesh) input(t testing.TB) ([]kruntime.Object, []config.Config) {
 			}
 			cfgIndex[k] = len(cfgs)
 			cfgs = append(cfgs, c)
+		}
+	}
+	for _, l := range m.Lists {
+		for _, o := range listItems(t, m.ReadFile(t, l)) {
+			acc, err := meta.Accessor(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := fmt.Sprintf("%T/%s/%s", o, acc.GetNamespace(), acc.GetName())
+			if i, ok := objIndex[k]; ok {
+				objs[i] = o
+				continue
+			}
+			objIndex[k] = len(objs)
+			objs = append(objs, o)
 		}
 	}
 	for _, o := range objs {
@@ -189,9 +213,12 @@ func (m Mesh) Env(t testing.TB) (Registries, *model.Environment) {
 			t.Fatal(err)
 		}
 	}
-	mc, _, err := mesh.ApplyMeshConfig(string(m.ReadFile(t, "input/mesh.yaml")), mesh.DefaultMeshConfig())
-	if err != nil {
-		t.Fatal(err)
+	mc := mesh.DefaultMeshConfig()
+	if _, err := os.Stat(filepath.Join(refdata.Dir(t, m.Dir), "input/mesh.yaml")); err == nil {
+		mc, _, err = mesh.ApplyMeshConfig(string(m.ReadFile(t, "input/mesh.yaml")), mesh.DefaultMeshConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: src.Agg, EndpointIndex: src.Index,
 		Mesh: func() *meshconfig.MeshConfig { return mc }})
@@ -235,3 +262,24 @@ func SplitInput(t testing.TB, data []byte) ([]kruntime.Object, []config.Config) 
 // istioAPIVersion finds Istio documents by their apiVersion (labels such
 // as security.istio.io/tlsMode appear on Kubernetes objects too).
 var istioAPIVersion = regexp.MustCompile(`(?m)^apiVersion:\s*\S*istio\.io/`)
+
+// listItems decodes the items of a List, resetting what the API server
+// filled in (resource versions and UIDs do not matter to registries).
+func listItems(t testing.TB, data []byte) []kruntime.Object {
+	t.Helper()
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		t.Fatal(err)
+	}
+	var out []kruntime.Object
+	for _, raw := range list.Items {
+		o, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o)
+	}
+	return out
+}

@@ -1,0 +1,280 @@
+package listener
+
+import (
+	"strconv"
+	"strings"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/gateway"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/protocol"
+)
+
+// istioMTLSALPNs are the ALPNs of Istio's mTLS, which AUTO_PASSTHROUGH
+// chains require (so that only mesh clients get through).
+var istioMTLSALPNs = []string{"istio", "istio-peer-exchange", "istio-http/1.0", "istio-http/1.1", "istio-h2"}
+
+// tcpServerChains are the chains of a server that is not HTTP: TCP routes
+// of its VirtualServices (plain, or after terminating TLS), or SNI
+// passthrough by TLS routes, or AUTO_PASSTHROUGH to any mesh service its
+// hosts cover.
+func (o GatewayOptions) tcpServerChains(s *networking.Server, listenPort uint32, tlsHosts map[uint32]map[string]string) []gatewayChain {
+	gw := o.Merged.GatewayOf[s]
+	switch {
+	case s.Tls == nil:
+		if fs := o.tcpRouteFilters(s, gw); len(fs) > 0 {
+			return []gatewayChain{{filters: fs}}
+		}
+	case !gateway.IsPassthrough(s):
+		if fs := o.tcpRouteFilters(s, gw); len(fs) > 0 {
+			var sni []string
+			if info := o.Merged.TLS[s]; info != nil {
+				sni = info.SNIHosts
+			}
+			return []gatewayChain{{sni: sni, tls: o.serverTLS(s), filters: fs}}
+		}
+	case s.Tls.Mode == networking.ServerTLSSettings_AUTO_PASSTHROUGH:
+		var sni []string
+		if info := o.Merged.TLS[s]; info != nil {
+			sni = info.SNIHosts
+		}
+		return o.autoPassthroughChains(sni)
+	default:
+		return o.tlsRouteChains(s, gw, listenPort, tlsHosts)
+	}
+	o.problem("gateway " + gw + ": server " + s.GetPort().GetName() + " (port " + strconv.Itoa(int(s.Port.Number)) +
+		") has no chain: no VirtualService bound to the gateway has a TCP route for it")
+	return nil
+}
+
+// boundVirtualServices are the VirtualServices of the gateway whose hosts
+// a server host covers.
+func (o GatewayOptions) boundVirtualServices(s *networking.Server, gw string) []config.Config {
+	if o.VirtualServices == nil {
+		return nil
+	}
+	var out []config.Config
+	for _, vs := range o.VirtualServices(gw) {
+		if serverCoversVS(s.Hosts, &vs) {
+			out = append(out, vs)
+		}
+	}
+	return out
+}
+
+// serverCoversVS tells whether a server host (namespace-scoped hosts only
+// for VirtualServices of that namespace) matches a host of the
+// VirtualService.
+func serverCoversVS(serverHosts []string, vs *config.Config) bool {
+	spec, ok := vs.Spec.(*networking.VirtualService)
+	if !ok {
+		return false
+	}
+	for _, vh := range spec.Hosts {
+		for _, sh := range serverHosts {
+			if ns, name, scoped := strings.Cut(sh, "/"); scoped {
+				if ns != vs.Namespace {
+					continue
+				}
+				sh = name
+			}
+			if model.HostMatches(sh, vh) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tcpRouteFilters are the filters of the first TCP route that matches the
+// server, among its VirtualServices in order.
+func (o GatewayOptions) tcpRouteFilters(s *networking.Server, gw string) []*listenerv3.Filter {
+	port := int(s.Port.Number)
+	mx := s.GetTls().GetMode() == networking.ServerTLSSettings_ISTIO_MUTUAL
+	for _, vs := range o.boundVirtualServices(s, gw) {
+		spec := vs.Spec.(*networking.VirtualService)
+		for _, r := range spec.Tcp {
+			if l4Matches(r.Match, s, gw) && len(r.Route) > 0 {
+				return o.routeFilters(r.Route, port, &vs, mx)
+			}
+		}
+		// TLSRoutes translated from the Gateway API use TLS blocks, also
+		// when the gateway terminates TLS
+		if strings.HasPrefix(vs.Annotations["internal.istio.io/parents"], "TLSRoute/") && !gateway.IsPassthrough(s) {
+			for _, r := range spec.Tls {
+				for _, m := range r.Match {
+					if l4Single(tlsToL4(m), s, gw) {
+						return o.routeFilters(r.Route, port, &vs, mx)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// tlsRouteChains are the SNI chains of a PASSTHROUGH server: one per TLS
+// route match; an SNI host another chain of the port already has (on the
+// same bind) drops that match.
+func (o GatewayOptions) tlsRouteChains(s *networking.Server, gw string, listenPort uint32, tlsHosts map[uint32]map[string]string) []gatewayChain {
+	var out []gatewayChain
+	for _, vs := range o.boundVirtualServices(s, gw) {
+		spec := vs.Spec.(*networking.VirtualService)
+		for _, r := range spec.Tls {
+			if len(r.Route) == 0 {
+				continue
+			}
+			for i, m := range r.Match {
+				if !l4Single(tlsToL4(m), s, gw) {
+					continue
+				}
+				if tlsHosts[listenPort] == nil {
+					tlsHosts[listenPort] = map[string]string{}
+				}
+				if dup := takeHosts(m.SniHosts, s.Bind, tlsHosts[listenPort]); len(dup) > 0 {
+					o.problem("VirtualService " + vs.Namespace + "/" + vs.Name + " TLS route " + strconv.Itoa(i) +
+						" skipped on port " + strconv.Itoa(int(listenPort)) + " of gateway " + gw + ": SNI hosts " +
+						strings.Join(dup, ", ") + " are already routed")
+					continue
+				}
+				out = append(out, gatewayChain{sni: m.SniHosts, filters: o.routeFilters(r.Route, int(s.Port.Number), &vs, false)})
+			}
+		}
+	}
+	return out
+}
+
+// takeHosts returns the hosts already taken on the bind; when none are,
+// it takes them all.
+func takeHosts(hosts []string, bind string, taken map[string]string) []string {
+	var dup []string
+	for _, h := range hosts {
+		if b, ok := taken[h]; ok && b == bind {
+			dup = append(dup, h)
+		}
+	}
+	if len(dup) == 0 {
+		for _, h := range hosts {
+			taken[h] = bind
+		}
+	}
+	return dup
+}
+
+// autoPassthroughChains route by SNI to any mesh service (and subset) the
+// hosts cover: the SNI is the cluster name, and the ALPN must be Istio's
+// mTLS, so only mesh clients get through. No policy filters apply.
+func (o GatewayOptions) autoPassthroughChains(hosts []string) []gatewayChain {
+	var out []gatewayChain
+	for _, svc := range o.Services {
+		if svc.MeshExternal {
+			continue
+		}
+		covered := false
+		for _, h := range hosts {
+			if model.HostSubsetOf(svc.Hostname, h) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			continue
+		}
+		var subsets []string
+		if o.Subsets != nil {
+			subsets = o.Subsets(svc)
+		}
+		for _, p := range svc.Ports {
+			if p.Protocol == protocol.UDP {
+				continue
+			}
+			for _, subset := range append([]string{""}, subsets...) {
+				name := cluster.SNI(subset, svc.Hostname, p.Port)
+				out = append(out, gatewayChain{sni: []string{name}, alpn: istioMTLSALPNs,
+					filters: []*listenerv3.Filter{tcpProxyFilter(name, &tcpproxy.TcpProxy{StatPrefix: name,
+						ClusterSpecifier: &tcpproxy.TcpProxy_Cluster{Cluster: name}}, o.Options)}})
+			}
+		}
+	}
+	return out
+}
+
+// routeFilters are the network filters of a TCP or TLS route: a TCP proxy
+// to the one destination (stat prefix: the cluster) or to weighted
+// clusters (stat prefix: <vs>.<namespace>), after the metadata exchange
+// (ISTIO_MUTUAL servers) and the gateway's authorization filters.
+func (o GatewayOptions) routeFilters(routes []*networking.RouteDestination, port int, vs *config.Config, mx bool) []*listenerv3.Filter {
+	tp := &tcpproxy.TcpProxy{}
+	if len(routes) == 1 {
+		c := o.clusterOf(routes[0].Destination, port)
+		tp.StatPrefix, tp.ClusterSpecifier = c, &tcpproxy.TcpProxy_Cluster{Cluster: c}
+	} else {
+		wc := &tcpproxy.TcpProxy_WeightedCluster{}
+		for _, r := range routes {
+			if r.Weight > 0 {
+				wc.Clusters = append(wc.Clusters, &tcpproxy.TcpProxy_WeightedCluster_ClusterWeight{
+					Name: o.clusterOf(r.Destination, port), Weight: uint32(r.Weight)})
+			}
+		}
+		tp.StatPrefix, tp.ClusterSpecifier = vs.Name+"."+vs.Namespace, &tcpproxy.TcpProxy_WeightedClusters{WeightedClusters: wc}
+	}
+	var out []*listenerv3.Filter
+	if mx {
+		out = append(out, metadataExchange())
+	}
+	out = append(out, o.InboundTCPPolicy...)
+	return append(out, tcpProxyFilter(tp.StatPrefix, tp, o.Options))
+}
+
+func (o GatewayOptions) clusterOf(d *networking.Destination, port int) string {
+	if o.Cluster != nil {
+		return o.Cluster(d, port)
+	}
+	p := port
+	if n := d.GetPort().GetNumber(); n != 0 {
+		p = int(n)
+	}
+	return cluster.SubsetKey(cluster.Outbound, d.Subset, d.Host, p)
+}
+
+func tcpProxyFilter(_ string, tp *tcpproxy.TcpProxy, o Options) *listenerv3.Filter {
+	tp.AccessLog = o.accessLogs()
+	return &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(tp)}}
+}
+
+func tlsToL4(m *networking.TLSMatchAttributes) *networking.L4MatchAttributes {
+	return &networking.L4MatchAttributes{DestinationSubnets: m.DestinationSubnets, Port: m.Port,
+		SourceLabels: m.SourceLabels, Gateways: m.Gateways, SourceNamespace: m.SourceNamespace}
+}
+
+// l4Matches: any match (or none at all) that fits the server's port and
+// gateway.
+func l4Matches(ms []*networking.L4MatchAttributes, s *networking.Server, gw string) bool {
+	for _, m := range ms {
+		if l4Single(m, s, gw) {
+			return true
+		}
+	}
+	return len(ms) == 0
+}
+
+func l4Single(m *networking.L4MatchAttributes, s *networking.Server, gw string) bool {
+	if m.Port != 0 && m.Port != s.Port.Number {
+		return false
+	}
+	if len(m.Gateways) == 0 {
+		return true
+	}
+	for _, g := range m.Gateways {
+		if g == gw {
+			return true
+		}
+	}
+	return false
+}

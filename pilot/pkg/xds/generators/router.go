@@ -1,0 +1,129 @@
+package generators
+
+import (
+	"sort"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	meshconfig "istio.io/api/mesh/v1alpha1"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/gateway"
+	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
+	"github.com/meshplane/istiod/pilot/pkg/networking/route"
+	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
+	"github.com/meshplane/istiod/pilot/pkg/security/authn"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pkg/config"
+)
+
+// Gateway proxies (node type "router") get what their Istio Gateways
+// describe instead of a sidecar's config: listeners per server port,
+// route configurations per server, and clusters for every service they
+// see (no inbound, no passthrough).
+
+// mergedGateway is the proxy's logical gateway in this snapshot.
+func (g *SidecarGenerators) mergedGateway(push *model.PushContext, proxy *model.Proxy) *gateway.Merged {
+	var targets []model.ServiceTarget
+	if g.Discovery != nil {
+		targets = g.Discovery.GetProxyServiceTargets(&model.ProxyQuery{IPAddresses: proxy.IPAddresses,
+			Labels: proxy.Labels, Namespace: proxy.ConfigNamespace})
+	}
+	m := gateway.Merge(gateway.Select(push.GatewaysInScope(proxy), proxy, targets), proxy)
+	for _, p := range m.Problems {
+		genLog.Debugf("%s: %v", proxy.ID, p.Error())
+	}
+	return m
+}
+
+func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushContext) xds.Generated {
+	var res xds.Generated
+	for _, svc := range push.ServicesForProxy(proxy) {
+		svc := svc
+		dr := destinationRule(push, proxy, svc)
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key()}
+		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, svc, dr) }))
+	}
+	res.Append(toResources(xds.ClusterType, []*clusterCfg{cluster.BuildBlackHole(push.Mesh)}, func(c *clusterCfg) string { return c.Name }))
+	return res
+}
+
+func (g *SidecarGenerators) routerListeners(proxy *model.Proxy, push *model.PushContext) xds.Generated {
+	vsFor := virtualServicesFor(push, proxy)
+	opts := listener.GatewayOptions{
+		Options: listener.Options{AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
+			Tracing: telemetry.Tracing(push.Mesh, telemetryProxy(proxy)), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
+			InboundTCPPolicy: g.inboundTCPPolicy(push, proxy)},
+		Merged:          g.mergedGateway(push, proxy),
+		VirtualServices: vsFor,
+		Cluster: func(d *networking.Destination, port int) string {
+			return cluster.SubsetKey(cluster.Outbound, d.Subset, d.Host, route.DestinationPort(d, push.ServiceForHostname(proxy, d.Host), port))
+		},
+		Services: push.ServicesForProxy(proxy),
+		Subsets: func(svc *model.Service) []string {
+			var out []string
+			if dr := destinationRule(push, proxy, svc).Rule(); dr != nil {
+				for _, s := range dr.Spec.(*networking.DestinationRule).GetSubsets() {
+					out = append(out, s.Name)
+				}
+			}
+			return out
+		},
+		Topology:     proxyConfig(push, proxy).GetGatewayTopology(),
+		Unprivileged: unprivileged(proxy),
+		TLSInputs:    listener.GatewayTLS{Defaults: push.Mesh.GetTlsDefaults(), Certs: authn.ServerCertsFromMetadata(proxy.Metadata)},
+	}
+	out := toResources(xds.ListenerType, listener.BuildGateway(opts), listenerName)
+	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
+	return out
+}
+
+func (g *SidecarGenerators) routerRoutes(proxy *model.Proxy, push *model.PushContext, names []string) xds.Generated {
+	m := g.mergedGateway(push, proxy)
+	scope := push.SidecarScope(proxy)
+	opts := route.GatewayOptions{ProxyNamespace: proxy.ConfigNamespace, ProxyLabels: proxy.Labels,
+		VirtualServices: virtualServicesFor(push, proxy),
+		LookupService:   func(_ *config.Config, h string) *model.Service { return scope.Service(h) }}
+	var out []*routeCfg
+	for _, n := range names {
+		out = append(out, route.BuildGatewayRouteConfiguration(n, m, opts))
+	}
+	return toResources(xds.RouteType, out, func(r *routeCfg) string { return r.Name })
+}
+
+// virtualServicesFor returns, per gateway, the VirtualServices bound to it
+// that the proxy may see (looked up once per gateway).
+func virtualServicesFor(push *model.PushContext, proxy *model.Proxy) func(string) []config.Config {
+	cache := map[string][]config.Config{}
+	return func(gw string) []config.Config {
+		if vs, ok := cache[gw]; ok {
+			return vs
+		}
+		vs := push.VirtualServicesForGateway(proxy.ConfigNamespace, gw)
+		cache[gw] = vs
+		return vs
+	}
+}
+
+// unprivileged tells a gateway pod that runs without the privilege to bind
+// ports below 1024 (metadata UNPRIVILEGED_POD).
+func unprivileged(proxy *model.Proxy) bool {
+	if proxy.Metadata == nil {
+		return false
+	}
+	v, _ := proxy.Metadata.Raw["UNPRIVILEGED_POD"].(string)
+	return v == "true"
+}
+
+// proxyConfig is the proxy's ProxyConfig: what its metadata carries (the
+// agent sends the merged one), else the mesh's defaultConfig.
+func proxyConfig(push *model.PushContext, proxy *model.Proxy) *meshconfig.ProxyConfig {
+	if proxy.Metadata != nil && len(proxy.Metadata.ProxyConfig) > 0 {
+		pc := &meshconfig.ProxyConfig{}
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(proxy.Metadata.ProxyConfig, pc); err == nil {
+			return pc
+		}
+	}
+	return push.Mesh.GetDefaultConfig()
+}
