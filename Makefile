@@ -25,10 +25,12 @@ gen-check:
 crds:
 	$(GO) run ./hack/crds
 
-# Real kube-apiserver and etcd for integration tests, built once per machine into ~/.cache.
+# Real kube-apiserver and etcd, Istio's istioctl and pilot-agent, and helm for integration tests,
+# built once per machine into ~/.cache.
 testbin:
 	./hack/testbin.sh
 	./hack/istiobin.sh
+	./hack/helmbin.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

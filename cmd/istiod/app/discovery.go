@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/meshplane/istiod/pilot/pkg/bootstrap"
+	"github.com/meshplane/istiod/pkg/kube/inject"
 	"github.com/meshplane/istiod/pkg/log"
 	"github.com/meshplane/istiod/pkg/memlimit"
 	"github.com/meshplane/istiod/pkg/version"
@@ -69,6 +70,9 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 	a.SharedMeshConfig = os.Getenv("SHARED_MESH_CONFIG")
 	a.InCluster = os.Getenv("KUBERNETES_SERVICE_HOST") != ""
 	if err := debounceFromEnv(a); err != nil {
+		return err
+	}
+	if err := injectionFromEnv(&a.Injection); err != nil {
 		return err
 	}
 	if err := securityFromEnv(&a.Security); err != nil {
@@ -224,5 +228,20 @@ func runDiscovery(args bootstrap.PilotArgs) error {
 	log.Infof("received %v, shutting down", got)
 	s.Shutdown()
 	log.Infof("shutdown complete")
+	return nil
+}
+
+// injectionFromEnv reads the injector's settings: INJECT_ENABLED (default
+// true), ENABLE_NATIVE_SIDECARS (true, false or auto) and COMPLIANCE_POLICY.
+func injectionFromEnv(o *bootstrap.InjectionOptions) error {
+	if v := os.Getenv("INJECT_ENABLED"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("INJECT_ENABLED=%q: %v", v, err)
+		}
+		o.Disabled = !b
+	}
+	o.NativeSidecars = inject.ParseNativeSidecarMode(os.Getenv("ENABLE_NATIVE_SIDECARS"))
+	o.CompliancePolicy = os.Getenv("COMPLIANCE_POLICY")
 	return nil
 }

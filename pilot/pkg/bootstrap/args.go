@@ -60,6 +60,8 @@ type PilotArgs struct {
 	RequestLimit float64
 	// Security configures the CA and the TLS xDS port.
 	Security SecurityOptions
+	// Injection configures the sidecar injector (inject.go).
+	Injection InjectionOptions
 }
 
 // SecurityOptions configure the CA and the TLS port (environment, read

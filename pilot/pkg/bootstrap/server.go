@@ -60,7 +60,8 @@ type Server struct {
 	monitoringServer *http.Server
 	httpListener     net.Listener
 	monitorListener  net.Listener
-	webhooks         *webhooks // --httpsAddr (webhooks.go)
+	webhooks         *webhooks  // --httpsAddr (webhooks.go)
+	injection        *injection // sidecar injector (inject.go); nil without one
 
 	wg sync.WaitGroup
 }
@@ -86,6 +87,9 @@ func NewServer(args PilotArgs) (*Server, error) {
 	}
 	s.initDiscovery()
 	if err := s.initSecurity(); err != nil {
+		return nil, err
+	}
+	if err := s.initInjection(); err != nil {
 		return nil, err
 	}
 	s.initServers()
@@ -227,12 +231,14 @@ func (s *Server) initServers() {
 	httpMux := http.NewServeMux()
 	httpMux.HandleFunc("/ready", s.ready)
 	debug.Install(httpMux)
+	httpMux.HandleFunc("/debug/inject", s.injection.debugHandler)
 	s.httpServer = &http.Server{Handler: httpMux, ReadHeaderTimeout: 10 * time.Second}
 
 	monMux := http.NewServeMux()
 	monMux.Handle("/metrics", metricsHandler())
 	monMux.HandleFunc("/version", versionHandler)
 	debug.Install(monMux)
+	monMux.HandleFunc("/debug/inject", s.injection.debugHandler)
 	s.monitoringServer = &http.Server{Handler: monMux, ReadHeaderTimeout: 10 * time.Second}
 }
 
@@ -259,6 +265,10 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 	}
 	if !s.discovery.server.Ready() {
 		http.Error(w, "xDS not ready: first push context not built yet", http.StatusServiceUnavailable)
+		return
+	}
+	if !s.injection.synced() {
+		http.Error(w, "sidecar injector not ready: injector ConfigMap not read yet", http.StatusServiceUnavailable)
 		return
 	}
 	w.WriteHeader(http.StatusOK)

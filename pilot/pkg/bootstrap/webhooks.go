@@ -18,8 +18,8 @@ import (
 )
 
 // webhooks is the HTTPS server on --httpsAddr (Istio's 15017): the config
-// validation webhook, with istiod's serving certificate (the one 15012
-// presents).
+// validation webhook and the sidecar injection webhook, with istiod's
+// serving certificate (the one 15012 presents).
 type webhooks struct {
 	srv      *http.Server
 	listener net.Listener
@@ -45,6 +45,7 @@ func (s *Server) startWebhooks() error {
 	}
 	mux := http.NewServeMux()
 	wh.Register(mux)
+	s.injection.register(mux)
 	l, err := net.Listen("tcp", s.args.HTTPSAddr)
 	if err != nil {
 		return fmt.Errorf("--httpsAddr %s: %v", s.args.HTTPSAddr, err)
