@@ -8,11 +8,13 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/meshplane/istiod/pilot/pkg/credentials"
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/pushengine"
+	"github.com/meshplane/istiod/pkg/config/schema/kind"
 	"github.com/meshplane/istiod/pkg/monitoring"
 )
 
@@ -57,12 +59,24 @@ func (s *Server) initDiscovery() {
 		d.engine.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.GlobalUpdate)})
 	}})
 	gens.JWKS = d.jwks
+	if s.kubeClient != nil {
+		// gateway certificates: a Secret change reaches only the gateways
+		// whose servers name it
+		s.credentials = credentials.NewController(s.kubeClient.Kube())
+		gens.Credentials = s.credentials
+		s.credentials.AddHandler(func(namespace, name string) {
+			d.engine.ConfigUpdate(&model.PushRequest{Full: true, Reason: model.NewReasonStats(model.SecretTrigger),
+				ConfigsUpdated: map[model.ConfigKey]struct{}{{Kind: kind.Secret, Namespace: namespace, Name: name}: {}}})
+		})
+	}
 	// config that is never sent, or that proxies reject, is not silent
 	s.problems.AddProvider(d.server.Problems)
 	// and neither are the policies Istio ignores
 	s.problems.AddProvider(model.PolicyProblemSource(d.server.PushContext))
 	gens.Register(d.server)
 	gens.RegisterGRPC(d.server)
+	gens.RegisterSDS(d.server)
+	s.problems.AddProvider(gens.GatewayProblems(d.server))
 	d.authorizationz = gens.Authorizationz(d.server)
 	push := d.server.PushFunc(d.env)
 	d.engine = pushengine.New(pushengine.Options{Debounce: s.args.Debounce, Push: func(req *model.PushRequest) model.PushResult {

@@ -101,5 +101,8 @@ func (s *Server) HasSynced() bool {
 	if s.services != nil && !s.services.HasSynced() {
 		return false
 	}
+	if s.credentials != nil && !s.credentials.HasSynced() {
+		return false
+	}
 	return s.store.HasSynced()
 }

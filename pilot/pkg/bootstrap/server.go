@@ -17,6 +17,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/config/file"
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crdclient"
 	"github.com/meshplane/istiod/pilot/pkg/config/memory"
+	"github.com/meshplane/istiod/pilot/pkg/credentials"
 	xdsdebug "github.com/meshplane/istiod/pilot/pkg/xds/debug"
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/mesh/kubemesh"
@@ -49,6 +50,8 @@ type Server struct {
 	sharedCM   *kubemesh.ConfigMapSource
 	// namespaceSynced reports the namespace informer's sync (nil without a cluster)
 	namespaceSynced func() bool
+	// credentials are the Secrets gateways name (nil without a cluster)
+	credentials *credentials.Controller
 
 	store     *aggregate.Store
 	services  *serviceControllers
@@ -289,6 +292,9 @@ func (s *Server) Start() error {
 	s.serve(s.monitoringServer, s.monitorListener, "monitoring")
 	if s.kubeClient != nil {
 		s.kubeClient.Start(s.internalStop)
+	}
+	if s.credentials != nil {
+		s.credentials.Run(s.internalStop)
 	}
 	s.wg.Add(1)
 	go func() {

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"strings"
+
 	networking "istio.io/api/networking/v1alpha3"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -81,4 +83,33 @@ func (p *PushContext) GatewaysInScope(proxy *Proxy) []config.Config {
 		return p.gateways.byNamespace[proxy.ConfigNamespace]
 	}
 	return p.gateways.all
+}
+
+// GatewaysReferenceSecret tells whether a Gateway that may apply to the
+// gateway proxy names Secret namespace/name in a server's credentialName
+// (or its CA, <name>-cacert). A name without a namespace is the proxy's.
+func (p *PushContext) GatewaysReferenceSecret(proxy *Proxy, namespace, name string) bool {
+	for _, cfg := range p.GatewaysInScope(proxy) {
+		gw := cfg.Spec.(*networking.Gateway)
+		for _, s := range gw.GetServers() {
+			t := s.GetTls()
+			refs := append([]string{t.GetCredentialName(), t.GetCaCertCredentialName()}, t.GetCredentialNames()...)
+			for _, r := range refs {
+				if r == "" {
+					continue
+				}
+				if _, rest, ok := strings.Cut(r, "://"); ok {
+					r = rest
+				}
+				ns, n, scoped := strings.Cut(r, "/")
+				if !scoped {
+					ns, n = proxy.ConfigNamespace, r
+				}
+				if ns == namespace && (n == name || n+"-cacert" == name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -69,6 +69,13 @@ func ProxyNeedsPushSince(proxy *Proxy, req *PushRequest, last *SidecarScope) boo
 		if slices.Contains(unaffectedKinds[proxy.Type], key.Kind) {
 			continue
 		}
+		if proxy.Type == Router && key.Kind == kind.Secret {
+			// only the gateways whose servers name the Secret
+			if push.GatewaysReferenceSecret(proxy, key.Namespace, key.Name) {
+				return true
+			}
+			continue
+		}
 		if proxy.Type == Router && key.Kind != kind.ServiceEntry {
 			return true
 		}
@@ -105,7 +112,9 @@ var (
 		kind.RequestAuthentication, kind.Secret, kind.Telemetry, kind.WasmPlugin, kind.ProxyConfig,
 	}
 	kindsNotAffectingListeners = map[NodeType][]kind.Kind{
-		Router:       {kind.WorkloadGroup, kind.WorkloadEntry, kind.Secret, kind.ProxyConfig},
+		// a gateway's listeners leave out servers whose certificate Secret
+		// is missing or invalid, so Secrets change them (not in Istio)
+		Router:       {kind.WorkloadGroup, kind.WorkloadEntry, kind.ProxyConfig},
 		SidecarProxy: {kind.Gateway, kind.WorkloadGroup, kind.WorkloadEntry, kind.Secret, kind.ProxyConfig},
 	}
 	kindsNotAffectingRoutes = []kind.Kind{

@@ -290,3 +290,29 @@ func sans(declared, endpoints []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// BuildSNIDNAT builds the SNI-DNAT clusters an AUTO_PASSTHROUGH gateway
+// forwards to: the service's outbound clusters (and subsets) named by
+// their mTLS SNI, outbound_.<port>_.<subset>_.<host>, without a transport
+// socket or metadata exchange: the client's mTLS passes through to the
+// destination.
+func BuildSNIDNAT(svc *model.Service, opts Options) []*clusterv3.Cluster {
+	if svc.MeshExternal {
+		return nil
+	}
+	out := BuildOutbound(svc, opts)
+	for _, c := range out {
+		_, subset, host, port, _ := ParseSubsetKey(c.Name)
+		c.Name = SNI(subset, host, port)
+		c.AltStatName = c.Name + ";"
+		if c.EdsClusterConfig != nil {
+			c.EdsClusterConfig.ServiceName = c.Name
+		}
+		if c.LoadAssignment != nil {
+			c.LoadAssignment.ClusterName = c.Name
+		}
+		c.TransportSocket, c.TransportSocketMatches, c.Filters = nil, nil, nil
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -44,3 +44,21 @@ func ParseSubsetKey(key string) (d Direction, subset, hostname string, port int,
 func SNI(subset, hostname string, port int) string {
 	return "outbound_." + strconv.Itoa(port) + "_." + subset + "_." + hostname
 }
+
+// ParseSNI splits a cluster name built by SNI (the SNI-DNAT clusters of
+// AUTO_PASSTHROUGH gateways).
+func ParseSNI(name string) (subset, hostname string, port int, ok bool) {
+	rest, found := strings.CutPrefix(name, "outbound_.")
+	if !found {
+		return "", "", 0, false
+	}
+	parts := strings.SplitN(rest, "_.", 3)
+	if len(parts) != 3 {
+		return "", "", 0, false
+	}
+	p, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return "", "", 0, false
+	}
+	return parts[1], parts[2], p, true
+}

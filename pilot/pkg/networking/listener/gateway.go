@@ -124,6 +124,13 @@ func (o GatewayOptions) portChains(listener string, sp gateway.ServerPort, serve
 	var out []gatewayChain
 	for _, s := range servers.Servers {
 		info := o.Merged.TLS[s]
+		if s.GetTls() != nil && !gateway.IsPassthrough(s) {
+			if err := o.credentialsError(s); err != nil {
+				o.problem("gateway " + o.Merged.GatewayOf[s] + ": server " + s.GetPort().GetName() + " (port " +
+					strconv.Itoa(int(s.Port.Number)) + ") left out: " + err.Error())
+				continue
+			}
+		}
 		if gateway.IsHTTPSTerminated(s) && info != nil {
 			prefix := s.Name
 			if prefix == "" {

@@ -1,6 +1,8 @@
 package listener
 
 import (
+	"strings"
+
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -20,6 +22,45 @@ type GatewayTLS struct {
 	// Certs are the proxy's own certificate files (ISTIO_MUTUAL and file
 	// based servers use the agent's SDS for them).
 	Certs authn.ServerCerts
+	// CredentialError tells why the certificate behind an SDS resource
+	// name cannot be served (nil func: not checked). A server whose
+	// certificate cannot be served is left out: Envoy would otherwise keep
+	// the whole listener warming, waiting for it.
+	CredentialError func(resource string) error
+}
+
+// credentialsError is the first reason a server's credentials cannot be
+// served: its certificates, and under MUTUAL its CA.
+func (o GatewayOptions) credentialsError(s *networking.Server) error {
+	check := o.TLSInputs.CredentialError
+	t := s.GetTls()
+	if check == nil || t == nil || t.Mode == networking.ServerTLSSettings_ISTIO_MUTUAL {
+		return nil
+	}
+	names := t.CredentialNames
+	if len(names) == 0 && t.CredentialName != "" {
+		names = []string{t.CredentialName}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	all := append([]string(nil), names...)
+	if t.Mode == networking.ServerTLSSettings_MUTUAL || t.Mode == networking.ServerTLSSettings_OPTIONAL_MUTUAL {
+		ca := names[0] + gateway.CACertSuffix
+		if t.CaCertCredentialName != "" {
+			ca = t.CaCertCredentialName
+		}
+		all = append(all, ca)
+	}
+	for _, n := range all {
+		if strings.HasPrefix(n, gateway.BuiltinPrefix) {
+			continue
+		}
+		if err := check(gateway.ResourceName(n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serverTLS is the downstream TLS context of a server that terminates TLS,

@@ -92,6 +92,12 @@ func BuildGatewayRouteConfiguration(routeName string, m *gateway.Merged, o Gatew
 		}
 		if s.GetTls().GetHttpsRedirect() {
 			for _, h := range s.Hosts {
+				// Istio takes a namespace-scoped host ("ns/h") as the
+				// domain itself; a domain with a "/" matches no request, so
+				// we take the host
+				if _, name, scoped := strings.Cut(h, "/"); scoped {
+					h = name
+				}
 				h = strings.ToLower(h)
 				if vh := vhosts[h]; vh != nil {
 					vh.RequireTls = routev3.VirtualHost_ALL

@@ -23,6 +23,12 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 	var out xds.Generated
 	for _, name := range names {
 		dir, subset, host, port, ok := cluster.ParseSubsetKey(name)
+		sniDNAT := false
+		if !ok {
+			// the SNI-DNAT clusters of AUTO_PASSTHROUGH gateways
+			subset, host, port, ok = cluster.ParseSNI(name)
+			dir, sniDNAT = cluster.Outbound, ok
+		}
 		if !ok || dir != cluster.Outbound {
 			continue
 		}
@@ -36,6 +42,11 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 			continue
 		}
 		eps, version := g.orderedEndpoints(svc)
+		if sniDNAT {
+			// only mTLS endpoints: a plain-text one would take what a
+			// passthrough client meant to be mTLS
+			eps = mtlsOnly(eps)
+		}
 		dr := destinationRule(push, proxy, svc)
 		key := edsKey{cluster: name, scope: scopeID(push, proxy), rule: dr, network: proxyNetwork(proxy), locality: proxy.Locality}
 		out.Append(g.eds.get(push, key, version, func() xds.Generated {
@@ -117,4 +128,14 @@ func subsetOf(dr *config.Config, subset string) (map[string]string, *networking.
 		}
 	}
 	return nil, nil
+}
+
+func mtlsOnly(eps []*model.IstioEndpoint) []*model.IstioEndpoint {
+	out := make([]*model.IstioEndpoint, 0, len(eps))
+	for _, ep := range eps {
+		if ep.TLSMode == model.IstioMutualTLSModeLabel {
+			out = append(out, ep)
+		}
+	}
+	return out
 }

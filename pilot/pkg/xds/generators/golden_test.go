@@ -33,9 +33,12 @@ type goldenCase struct {
 	ns     string
 	mesh   func(*meshconfig.MeshConfig)
 	routes []string
+	labels map[string]any
 }
 
 var goldenCases = []goldenCase{
+	{name: "gateway-servers", nodeID: "router~10.244.9.1~ingress-abc.istio-system~istio-system.svc.cluster.local", ns: "istio-system",
+		labels: map[string]any{"istio": "ingressgateway"}, routes: []string{"http.80", "https.443.https.edge.shop", "https.443.https-admin.edge.shop"}},
 	{name: "bookinfo", nodeID: "sidecar~10.244.0.10~productpage-v1.bookinfo~bookinfo.svc.cluster.local", ns: "bookinfo", routes: []string{"9080"}},
 	{name: "registry-only", nodeID: "sidecar~10.1.0.9~client.app~app.svc.cluster.local", ns: "app",
 		mesh: func(m *meshconfig.MeshConfig) {
@@ -111,7 +114,11 @@ func TestGoldens(t *testing.T) {
 			gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc}
 			gens.Register(s.DS)
 			s.DS.InitPushContext(env)
-			c := xdstest.Dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: map[string]any{"NAMESPACE": gc.ns}})
+			md := map[string]any{"NAMESPACE": gc.ns}
+			if gc.labels != nil {
+				md["LABELS"] = gc.labels
+			}
+			c := xdstest.Dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: md})
 			watch := func(typeURL string, names ...string) {
 				if err := c.Watch(typeURL, names...); err != nil {
 					t.Fatal(err)
@@ -121,7 +128,7 @@ func TestGoldens(t *testing.T) {
 			watch(xds.ClusterType)
 			var eds []string
 			for _, n := range c.State(xds.ClusterType) {
-				if strings.HasPrefix(n, "outbound|") {
+				if strings.HasPrefix(n, "outbound|") || strings.HasPrefix(n, "outbound_.") {
 					eds = append(eds, n)
 				}
 			}

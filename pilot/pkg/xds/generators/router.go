@@ -39,19 +39,38 @@ func (g *SidecarGenerators) mergedGateway(push *model.PushContext, proxy *model.
 
 func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushContext) xds.Generated {
 	var res xds.Generated
+	auto := g.mergedGateway(push, proxy).AutoPassthroughHosts
 	for _, svc := range push.ServicesForProxy(proxy) {
 		svc := svc
 		dr := destinationRule(push, proxy, svc)
 		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key()}
 		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, svc, dr) }))
+		if coveredBy(svc.Hostname, auto) {
+			key.name = "sni-dnat|" + svc.Key()
+			res.Append(g.cache.get(push, key, 0, func() xds.Generated {
+				opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), Endpoints: func(p *model.Port) []*model.IstioEndpoint {
+					eps, _ := g.orderedEndpoints(svc)
+					return portEndpoints(eps, p)
+				}}
+				return toResources(xds.ClusterType, cluster.BuildSNIDNAT(svc, opts), func(c *clusterCfg) string { return c.Name })
+			}))
+		}
 	}
 	res.Append(toResources(xds.ClusterType, []*clusterCfg{cluster.BuildBlackHole(push.Mesh)}, func(c *clusterCfg) string { return c.Name }))
 	return res
 }
 
 func (g *SidecarGenerators) routerListeners(proxy *model.Proxy, push *model.PushContext) xds.Generated {
+	out := toResources(xds.ListenerType, listener.BuildGateway(g.gatewayListenerOptions(proxy, push, nil)), listenerName)
+	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
+	return out
+}
+
+// gatewayListenerOptions are the inputs of the proxy's gateway listeners;
+// problems (may be nil) collects what they leave out.
+func (g *SidecarGenerators) gatewayListenerOptions(proxy *model.Proxy, push *model.PushContext, problems *[]string) listener.GatewayOptions {
 	vsFor := virtualServicesFor(push, proxy)
-	opts := listener.GatewayOptions{
+	return listener.GatewayOptions{
 		Options: listener.Options{AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 			Tracing: telemetry.Tracing(push.Mesh, telemetryProxy(proxy)), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
 			InboundTCPPolicy: g.inboundTCPPolicy(push, proxy)},
@@ -72,11 +91,10 @@ func (g *SidecarGenerators) routerListeners(proxy *model.Proxy, push *model.Push
 		},
 		Topology:     proxyConfig(push, proxy).GetGatewayTopology(),
 		Unprivileged: unprivileged(proxy),
-		TLSInputs:    listener.GatewayTLS{Defaults: push.Mesh.GetTlsDefaults(), Certs: authn.ServerCertsFromMetadata(proxy.Metadata)},
+		TLSInputs: listener.GatewayTLS{Defaults: push.Mesh.GetTlsDefaults(), Certs: authn.ServerCertsFromMetadata(proxy.Metadata),
+			CredentialError: g.credentialError(proxy)},
+		Problems: problems,
 	}
-	out := toResources(xds.ListenerType, listener.BuildGateway(opts), listenerName)
-	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
-	return out
 }
 
 func (g *SidecarGenerators) routerRoutes(proxy *model.Proxy, push *model.PushContext, names []string) xds.Generated {
@@ -126,4 +144,15 @@ func proxyConfig(push *model.PushContext, proxy *model.Proxy) *meshconfig.ProxyC
 		}
 	}
 	return push.Mesh.GetDefaultConfig()
+}
+
+// coveredBy tells whether a service host falls under one of the hosts of
+// the gateway's AUTO_PASSTHROUGH servers.
+func coveredBy(h string, hosts []string) bool {
+	for _, x := range hosts {
+		if model.HostSubsetOf(h, x) {
+			return true
+		}
+	}
+	return false
 }

@@ -32,6 +32,9 @@ type SidecarGenerators struct {
 	// JWKS resolves the jwksUri of RequestAuthentications (nil: only inline
 	// jwks are used; the others get a key set that accepts no token).
 	JWKS authn.JwksResolver
+	// Credentials are the certificates of gateway servers (nil: none are
+	// served, and no server is left out for a missing one).
+	Credentials CredentialSource
 
 	cache snapshotCache[cacheKey]
 	eds   snapshotCache[edsKey]
