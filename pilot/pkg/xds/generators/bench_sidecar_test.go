@@ -126,18 +126,23 @@ type sidecarConfig struct {
 // what arrives without decoding it (the checking client validated the same
 // config once before the timer started).
 func fetchSidecarConfig(ctx context.Context, conn *grpc.ClientConn, md *structpb.Struct, edsNames []string) (sidecarConfig, error) {
+	return deltaSteps(ctx, conn, []*discovery.DeltaDiscoveryRequest{
+		{Node: &core.Node{Id: benchNode, Metadata: md}, TypeUrl: xds.ClusterType},
+		{TypeUrl: xds.EndpointType, ResourceNamesSubscribe: edsNames},
+		{TypeUrl: xds.ListenerType},
+		{TypeUrl: xds.RouteType, ResourceNamesSubscribe: []string{strconv.Itoa(benchPort)}},
+	})
+}
+
+// deltaSteps opens a delta stream on conn, sends each request, waits for
+// its response and ACKs it; it counts what arrives without decoding it.
+func deltaSteps(ctx context.Context, conn *grpc.ClientConn, steps []*discovery.DeltaDiscoveryRequest) (sidecarConfig, error) {
 	out := sidecarConfig{resources: map[string]int{}, bytes: map[string]int{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := discovery.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
 	if err != nil {
 		return out, err
-	}
-	steps := []*discovery.DeltaDiscoveryRequest{
-		{Node: &core.Node{Id: benchNode, Metadata: md}, TypeUrl: xds.ClusterType},
-		{TypeUrl: xds.EndpointType, ResourceNamesSubscribe: edsNames},
-		{TypeUrl: xds.ListenerType},
-		{TypeUrl: xds.RouteType, ResourceNamesSubscribe: []string{strconv.Itoa(benchPort)}},
 	}
 	for _, req := range steps {
 		if err := stream.Send(req); err != nil {
