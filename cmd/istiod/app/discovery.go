@@ -78,12 +78,21 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 	if err := securityFromEnv(&a.Security); err != nil {
 		return err
 	}
-	if v := os.Getenv("PILOT_ENABLE_GATEWAY_API"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("PILOT_ENABLE_GATEWAY_API=%q: %v", v, err)
+	for _, e := range []struct {
+		name string
+		dst  *bool
+	}{
+		{"PILOT_ENABLE_GATEWAY_API", &a.EnableGatewayAPI},
+		{"PILOT_SCOPE_GATEWAY_TO_NAMESPACE", &a.ScopeGatewayToNamespace},
+		{"PILOT_FILTER_GATEWAY_CLUSTER_CONFIG", &a.FilterGatewayClusters},
+	} {
+		if v := os.Getenv(e.name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%s=%q: %v", e.name, v, err)
+			}
+			*e.dst = b
 		}
-		a.EnableGatewayAPI = b
 	}
 	return nil
 }

@@ -25,6 +25,12 @@ type PilotArgs struct {
 	KubernetesAPIBurst int
 	// EnableGatewayAPI stores Gateway API kinds too (PILOT_ENABLE_GATEWAY_API).
 	EnableGatewayAPI bool
+	// ScopeGatewayToNamespace: a gateway proxy takes only the Gateways of
+	// its namespace (PILOT_SCOPE_GATEWAY_TO_NAMESPACE).
+	ScopeGatewayToNamespace bool
+	// FilterGatewayClusters: a gateway proxy gets clusters only for the
+	// services its routes reach (PILOT_FILTER_GATEWAY_CLUSTER_CONFIG).
+	FilterGatewayClusters bool
 	// SharedMeshConfig names a ConfigMap overlaid under the mesh config
 	// (SHARED_MESH_CONFIG).
 	SharedMeshConfig string

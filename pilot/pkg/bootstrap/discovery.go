@@ -37,11 +37,12 @@ type discovery struct {
 func (s *Server) initDiscovery() {
 	d := &discovery{}
 	d.env = model.NewEnvironment(model.EnvironmentOptions{
-		ConfigStore:      s.store,
-		ServiceDiscovery: s.services.aggregate,
-		Mesh:             s.mesh.Mesh,
-		DomainSuffix:     s.args.Domain,
-		EndpointIndex:    s.services.index,
+		ConfigStore:             s.store,
+		ServiceDiscovery:        s.services.aggregate,
+		Mesh:                    s.mesh.Mesh,
+		DomainSuffix:            s.args.Domain,
+		EndpointIndex:           s.services.index,
+		ScopeGatewayToNamespace: s.args.ScopeGatewayToNamespace,
 	})
 	d.server = xds.NewDiscoveryServer()
 	d.server.SetPushThrottle(s.args.PushThrottle)
@@ -52,7 +53,8 @@ func (s *Server) initDiscovery() {
 		d.server.SetRequestLimit(limit)
 	}
 	d.server.SetControlPlane(controlPlaneID(s.args.PodName))
-	gens := &generators.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate}
+	gens := &generators.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate,
+		FilterGatewayClusters: s.args.FilterGatewayClusters}
 	// jwksUri keys are fetched in the background and never block a push;
 	// new keys push everyone, as in Istio
 	d.jwks = authn.NewResolver(authn.ResolverOptions{Metrics: jwksMetrics(), OnChange: func() {

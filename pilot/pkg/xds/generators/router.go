@@ -39,8 +39,13 @@ func (g *SidecarGenerators) mergedGateway(push *model.PushContext, proxy *model.
 
 func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushContext) xds.Generated {
 	var res xds.Generated
-	auto := g.mergedGateway(push, proxy).AutoPassthroughHosts
-	for _, svc := range push.ServicesForProxy(proxy) {
+	merged := g.mergedGateway(push, proxy)
+	auto := merged.AutoPassthroughHosts
+	services := push.ServicesForProxy(proxy)
+	if g.FilterGatewayClusters && len(auto) == 0 {
+		services = referencedServices(push, proxy, merged, services)
+	}
+	for _, svc := range services {
 		svc := svc
 		dr := destinationRule(push, proxy, svc)
 		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key()}
@@ -155,4 +160,52 @@ func coveredBy(h string, hosts []string) bool {
 		}
 	}
 	return false
+}
+
+// referencedServices keeps the services a route of the gateway's
+// VirtualServices sends to (or mirrors to), as Istio does with
+// PILOT_FILTER_GATEWAY_CLUSTER_CONFIG.
+func referencedServices(push *model.PushContext, proxy *model.Proxy, m *gateway.Merged, services []*model.Service) []*model.Service {
+	hosts := map[string]bool{}
+	seen := map[string]bool{}
+	for _, gw := range m.GatewayOf {
+		if seen[gw] {
+			continue
+		}
+		seen[gw] = true
+		for _, vs := range push.VirtualServicesForGateway(proxy.ConfigNamespace, gw) {
+			spec, ok := vs.Spec.(*networking.VirtualService)
+			if !ok {
+				continue
+			}
+			for _, h := range spec.Http {
+				for _, r := range h.Route {
+					hosts[r.GetDestination().GetHost()] = true
+				}
+				if h.Mirror != nil {
+					hosts[h.Mirror.Host] = true
+				}
+				for _, mp := range h.Mirrors {
+					hosts[mp.GetDestination().GetHost()] = true
+				}
+			}
+			for _, t := range spec.Tcp {
+				for _, r := range t.Route {
+					hosts[r.GetDestination().GetHost()] = true
+				}
+			}
+			for _, t := range spec.Tls {
+				for _, r := range t.Route {
+					hosts[r.GetDestination().GetHost()] = true
+				}
+			}
+		}
+	}
+	out := make([]*model.Service, 0, len(hosts))
+	for _, svc := range services {
+		if hosts[svc.Hostname] {
+			out = append(out, svc)
+		}
+	}
+	return out
 }

@@ -35,6 +35,9 @@ type SidecarGenerators struct {
 	// Credentials are the certificates of gateway servers (nil: none are
 	// served, and no server is left out for a missing one).
 	Credentials CredentialSource
+	// FilterGatewayClusters gives gateway proxies clusters only for the
+	// services their routes reach (PILOT_FILTER_GATEWAY_CLUSTER_CONFIG).
+	FilterGatewayClusters bool
 
 	cache snapshotCache[cacheKey]
 	eds   snapshotCache[edsKey]

@@ -1,0 +1,107 @@
+package generators_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
+)
+
+const optionsMesh = `
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: web, namespace: shop}
+spec:
+  hosts: [web.shop.svc.cluster.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 10.244.1.10}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: unused, namespace: shop}
+spec:
+  hosts: [unused.shop.svc.cluster.local]
+  ports: [{number: 9090, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 10.244.1.11}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: shop}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: [shop.example.com]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: web, namespace: shop}
+spec:
+  hosts: [shop.example.com]
+  gateways: [gw]
+  http:
+  - route: [{destination: {host: web.shop.svc.cluster.local}}]
+`
+
+func routerState(t *testing.T, gens *generators.SidecarGenerators, scope bool, ns string, typ string) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mesh.yaml")
+	if err := os.WriteFile(path, []byte(optionsMesh), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, idx, disc := envFromFile(t, path, nil)
+	if scope {
+		o := env.Options()
+		o.ScopeGatewayToNamespace = true
+		env = model.NewEnvironment(o)
+	}
+	gens.Endpoints, gens.Discovery = idx, disc
+	s := xdstest.NewServer(t)
+	gens.Register(s.DS)
+	s.DS.InitPushContext(env)
+	c := xdstest.Dial(t, s, adsc.Config{NodeID: "router~10.244.9.1~gw-abc." + ns + "~" + ns + ".svc.cluster.local",
+		Metadata: map[string]any{"NAMESPACE": ns, "LABELS": map[string]any{"istio": "ingressgateway"}}})
+	if err := c.Watch(typ); err != nil {
+		t.Fatal(err)
+	}
+	xdstest.Next(t, c)
+	got := c.State(typ)
+	sort.Strings(got)
+	return got
+}
+
+// PILOT_FILTER_GATEWAY_CLUSTER_CONFIG: only the services the gateway's
+// routes reach; without it, every service the gateway sees.
+func TestFilterGatewayClusters(t *testing.T) {
+	all := []string{"BlackHoleCluster", "outbound|8080||web.shop.svc.cluster.local", "outbound|9090||unused.shop.svc.cluster.local"}
+	if got := routerState(t, &generators.SidecarGenerators{}, false, "istio-system", xds.ClusterType); !reflect.DeepEqual(got, all) {
+		t.Errorf("unfiltered: %v, want %v", got, all)
+	}
+	want := []string{"BlackHoleCluster", "outbound|8080||web.shop.svc.cluster.local"}
+	if got := routerState(t, &generators.SidecarGenerators{FilterGatewayClusters: true}, false, "istio-system", xds.ClusterType); !reflect.DeepEqual(got, want) {
+		t.Errorf("filtered: %v, want %v", got, want)
+	}
+}
+
+// PILOT_SCOPE_GATEWAY_TO_NAMESPACE: a gateway proxy takes only the
+// Gateways of its own namespace.
+func TestScopeGatewayToNamespace(t *testing.T) {
+	if got := routerState(t, &generators.SidecarGenerators{}, false, "istio-system", xds.ListenerType); !reflect.DeepEqual(got, []string{"0.0.0.0_80"}) {
+		t.Errorf("unscoped: listeners %v, want [0.0.0.0_80]", got)
+	}
+	if got := routerState(t, &generators.SidecarGenerators{}, true, "istio-system", xds.ListenerType); len(got) != 0 {
+		t.Errorf("scoped, other namespace: listeners %v, want none", got)
+	}
+	if got := routerState(t, &generators.SidecarGenerators{}, true, "shop", xds.ListenerType); !reflect.DeepEqual(got, []string{"0.0.0.0_80"}) {
+		t.Errorf("scoped, the Gateway's namespace: listeners %v, want [0.0.0.0_80]", got)
+	}
+}
