@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/protocol"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
@@ -216,17 +217,135 @@ func (sc *SidecarScope) collectServices(in *scopeInputs, ns string) {
 		}
 	}
 	for _, l := range sc.EgressListeners {
+		port := listenerMatchPort(l.Listener)
 		for _, vs := range l.virtualServices {
 			key := ConfigKey{Kind: kind.VirtualService, Name: vs.Name, Namespace: vs.Namespace}
 			sc.dependencies[key] = struct{}{}
 			for _, d := range in.virtualServices.delegates[key] {
 				sc.dependencies[d] = struct{}{}
 			}
-			for _, h := range vsDestinationHosts(vs.Spec.(*networking.VirtualService)) {
-				sc.addService(in.services.forHostname(h, ns))
+			spec := vs.Spec.(*networking.VirtualService)
+			ports := vsDestinationPorts(spec, ns)
+			for _, h := range vsDestinationHosts(spec) {
+				svc := in.services.forHostname(h, ns)
+				if svc == nil {
+					continue
+				}
+				if port != 0 {
+					svc = trimToPort(svc, port)
+				} else if ps, ok := ports[h]; ok {
+					svc = trimToPorts(svc, ps)
+				}
+				sc.addService(svc)
 			}
 		}
 	}
+}
+
+// listenerMatchPort is the port an egress listener limits its services to
+// (0: none; an HTTP_PROXY listener is a generic proxy and takes any).
+func listenerMatchPort(l *networking.IstioEgressListener) int {
+	if n := l.GetPort().GetNumber(); n != 0 && protocol.Parse(l.GetPort().GetProtocol()) != protocol.HTTPProxy {
+		return int(n)
+	}
+	return 0
+}
+
+// trimToPort is the service with only that port (itself when it is its only
+// port), or nil when it has no such port.
+func trimToPort(s *Service, port int) *Service {
+	for _, p := range s.Ports {
+		if p.Port != port {
+			continue
+		}
+		if len(s.Ports) == 1 {
+			return s
+		}
+		out := s.ShallowCopy()
+		out.Ports = PortList{{Name: p.Name, Port: p.Port, Protocol: p.Protocol}}
+		return out
+	}
+	return nil
+}
+
+// trimToPorts is the service with only the ports a VirtualService sends to
+// (0 in ports: a destination without a port, which needs them all); nil
+// when it has none of them.
+func trimToPorts(s *Service, ports map[int]bool) *Service {
+	if len(ports) == 0 || ports[0] {
+		return s
+	}
+	var kept PortList
+	for _, p := range s.Ports {
+		if ports[p.Port] {
+			c := *p
+			kept = append(kept, &c)
+		}
+	}
+	switch {
+	case len(kept) == len(s.Ports):
+		return s
+	case len(kept) == 0:
+		return nil
+	}
+	out := s.ShallowCopy()
+	out.Ports = kept
+	return out
+}
+
+// vsDestinationPorts are the ports each destination host is sent to (0:
+// no port given), skipping HTTP routes whose matches all name another
+// source namespace than ns.
+func vsDestinationPorts(vs *networking.VirtualService, ns string) map[string]map[int]bool {
+	out := map[string]map[int]bool{}
+	add := func(d *networking.Destination) {
+		if d == nil || d.Host == "" {
+			return
+		}
+		if out[d.Host] == nil {
+			out[d.Host] = map[int]bool{}
+		}
+		out[d.Host][int(d.GetPort().GetNumber())] = true
+	}
+	for _, r := range vs.GetHttp() {
+		if !matchesSourceNamespace(r.Match, ns) {
+			continue
+		}
+		for _, d := range r.Route {
+			add(d.Destination)
+		}
+		add(r.Mirror)
+		for _, m := range r.Mirrors {
+			add(m.Destination)
+		}
+	}
+	for _, r := range vs.GetTcp() {
+		for _, d := range r.Route {
+			add(d.Destination)
+		}
+	}
+	for _, r := range vs.GetTls() {
+		for _, d := range r.Route {
+			add(d.Destination)
+		}
+	}
+	return out
+}
+
+// matchesSourceNamespace: no match names a source namespace, or one names
+// ns.
+func matchesSourceNamespace(ms []*networking.HTTPMatchRequest, ns string) bool {
+	ok := true
+	for _, m := range ms {
+		if m.SourceNamespace == "" {
+			continue
+		}
+		if m.SourceNamespace == ns {
+			return true
+		}
+		ok = false
+	}
+	return ok
 }
 
 // addService adds s unless its hostname is taken; a Kubernetes Service
@@ -326,10 +445,18 @@ func newEgressListener(in *scopeInputs, l *networking.IstioEgressListener, ns st
 		}
 	}
 	var imported []*Service
+	port := listenerMatchPort(l)
 	for _, s := range in.services.exportedToNamespace(ns) {
-		if hosts.matchService(s) {
-			imported = append(imported, s)
+		if !hosts.matchService(s) {
+			continue
 		}
+		if port != 0 {
+			// a listener on a port takes only that port of its services
+			if s = trimToPort(s, port); s == nil {
+				continue
+			}
+		}
+		imported = append(imported, s)
 	}
 	out.services = pickOnePerHostname(imported, ns)
 	return out

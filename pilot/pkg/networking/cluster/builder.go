@@ -316,3 +316,28 @@ func BuildSNIDNAT(svc *model.Service, opts Options) []*clusterv3.Cluster {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// ApplyInboundPolicy applies the connection pool of the DestinationRule of
+// the service behind an inbound cluster (at its service port), and names
+// the rule in the metadata, as Istio does: limits set for clients also
+// bound what the server side accepts.
+func ApplyInboundPolicy(c *clusterv3.Cluster, dr *config.Config, servicePort int, proto protocol.Instance, m *meshconfig.MeshConfig) {
+	if dr == nil {
+		return
+	}
+	spec, ok := dr.Spec.(*networking.DestinationRule)
+	if !ok {
+		return
+	}
+	pol := MergeTrafficPolicy(spec.GetTrafficPolicy(), nil, servicePort)
+	applyConnectionPool(c, pol.GetConnectionPool(), proto, meshConnectTimeout(m))
+	if c.Metadata == nil {
+		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{}}
+	}
+	md := c.Metadata.FilterMetadata["istio"]
+	if md == nil {
+		md = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+		c.Metadata.FilterMetadata["istio"] = md
+	}
+	md.Fields["config"] = stringValue("/apis/" + dr.GroupVersionKind.GroupVersion() + "/namespaces/" + dr.Namespace + "/destination-rule/" + dr.Name)
+}

@@ -100,9 +100,11 @@ func Domains(svc *model.Service, port int, o Options) []string {
 		nameNS := strings.TrimSuffix(h, suffix) // name.namespace
 		name, ns, _ := strings.Cut(nameNS, ".")
 		if ns == o.ProxyNamespace {
-			out = append(out, name)
+			out = append(out, name, nameNS+".svc", nameNS)
+		} else {
+			// Istio's order for services of other namespaces
+			out = append(out, nameNS, nameNS+".svc")
 		}
-		out = append(out, nameNS+".svc", nameNS)
 	}
 	for _, addrs := range svc.ClusterVIPs.Addresses {
 		for _, a := range addrs {

@@ -121,7 +121,13 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 	}
 	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
 	for _, t := range g.proxyTargets(proxy) {
-		out = append(out, cluster.BuildInbound(t.Port, t.Protocol, t.Services, m))
+		c := cluster.BuildInbound(t.Port, t.Protocol, t.Services, m)
+		if len(t.Services) > 0 {
+			// the connection pool of the first service's rule bounds the
+			// server side too
+			cluster.ApplyInboundPolicy(c, destinationRule(push, proxy, t.Services[0]).Rule(), t.ServicePort, t.Protocol, m)
+		}
+		out = append(out, c)
 	}
 	res.Append(toResources(xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }))
 	return res, nil

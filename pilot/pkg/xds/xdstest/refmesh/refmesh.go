@@ -73,7 +73,23 @@ type Mesh struct {
 	// Lists are JSON files of kind List (kubectl get -o json) whose items
 	// are Kubernetes objects the run had, applied after Inputs.
 	Lists []string
+	// Later marks inputs applied after the others: their Istio objects
+	// are created a minute later (creation time orders EnvoyFilters).
+	Later map[string]bool
+	// ClusterIPs are the addresses the reference run's API server gave
+	// Services whose input names none, by "namespace/name" (the fake
+	// clientset allocates nothing).
+	ClusterIPs map[string]string
 }
+
+// Extensions is the extensions reference mesh: bookinfo plus Sidecars,
+// Telemetries and EnvoyFilters (input/extensions.yaml), and
+// input/ef-insert-a.yaml, applied 2.5 s later (its EnvoyFilter is the
+// newest).
+var Extensions = Mesh{Dir: "extensions", Inputs: []string{"input/bookinfo.yaml", "input/extensions.yaml", "input/ef-insert-a.yaml"},
+	PodIPs:     map[string]string{"productpage-v1-abc": "10.244.0.10", "ratings-v1-abc": "10.244.0.31"},
+	Later:      map[string]bool{"input/ef-insert-a.yaml": true},
+	ClusterIPs: map[string]string{"other/inventory": "10.96.63.37", "istio-system/otel-collector": "10.96.135.75"}}
 
 // Gateways is the gateways reference mesh, Istio Gateway side: the
 // Services and Gateways of input/gateways.yaml, plus the objects Istio
@@ -120,6 +136,11 @@ func (m Mesh) input(t testing.TB) ([]kruntime.Object, []config.Config) {
 			objs = append(objs, o)
 		}
 		for _, c := range cs {
+			if m.Later[in] {
+				c.CreationTimestamp = referenceEpoch.Add(time.Minute)
+			} else if c.CreationTimestamp.IsZero() {
+				c.CreationTimestamp = referenceEpoch
+			}
 			k := c.GroupVersionKind.String() + "/" + c.Namespace + "/" + c.Name
 			if i, ok := cfgIndex[k]; ok {
 				cfgs[i] = c
@@ -145,6 +166,11 @@ func (m Mesh) input(t testing.TB) ([]kruntime.Object, []config.Config) {
 		}
 	}
 	for _, o := range objs {
+		if svc, ok := o.(*corev1.Service); ok && svc.Spec.ClusterIP == "" {
+			if ip, ok := m.ClusterIPs[svc.Namespace+"/"+svc.Name]; ok {
+				svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip, []string{ip}
+			}
+		}
 		if p, ok := o.(*corev1.Pod); ok {
 			if ip, ok := m.PodIPs[p.Name]; ok {
 				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
@@ -283,3 +309,6 @@ func listItems(t testing.TB, data []byte) []kruntime.Object {
 	}
 	return out
 }
+
+// referenceEpoch is the creation time of reference inputs that give none.
+var referenceEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -1,0 +1,44 @@
+package generators_test
+
+import (
+	"testing"
+
+	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
+)
+
+// reviewsProxy is the reviews-v1 sidecar of the extensions reference: no
+// Pod, its IP is an endpoint of reviews.
+var reviewsProxy = adsc.Config{
+	Delta:  true,
+	NodeID: "sidecar~10.244.0.21~reviews-v1-abc.bookinfo~bookinfo.svc.cluster.local",
+	Metadata: map[string]any{
+		"NAMESPACE": "bookinfo", "CLUSTER_ID": "Kubernetes", "MESH_ID": "cluster.local",
+		"LABELS":          map[string]any{"app": "reviews", "version": "v1"},
+		"SERVICE_ACCOUNT": "bookinfo-reviews", "WORKLOAD_NAME": "reviews-v1",
+		"INSTANCE_IPS": "10.244.0.21", "INTERCEPTION_MODE": "REDIRECT",
+	},
+}
+
+// extensionsAllowed are the differences still open on the extensions
+// reference, by xDS type: what Telemetry and EnvoyFilter do is not applied
+// yet (work in progress on issue 15).
+var extensionsAllowed = map[string]map[string]string{
+	"cds": {"connectTimeout": "EnvoyFilter reviews-connect-timeout not applied yet",
+		"perConnectionBufferLimitBytes": "EnvoyFilter reviews-connect-timeout not applied yet"},
+	"lds": {"filterChains": "Telemetry and EnvoyFilter not applied yet", "defaultFilterChain": "Telemetry not applied yet",
+		"accessLog": "Telemetry not applied yet"},
+	"rds": {"virtualHosts": "EnvoyFilter vhost-header not applied yet"},
+}
+
+// TestExtensionsMatchIstio compares what the two sidecars of the
+// extensions reference (Sidecar, Telemetry and EnvoyFilter on bookinfo)
+// get with what Istio's istiod sent them.
+func TestExtensionsMatchIstio(t *testing.T) {
+	t.Run("productpage", func(t *testing.T) {
+		compareWithIstio(t, refmesh.Extensions, referenceProxy, "real/sidecar-productpage", extensionsAllowed)
+	})
+	t.Run("reviews", func(t *testing.T) {
+		compareWithIstio(t, refmesh.Extensions, reviewsProxy, "real/sidecar-reviews", extensionsAllowed)
+	})
+}
