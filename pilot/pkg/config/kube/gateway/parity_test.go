@@ -83,15 +83,7 @@ func TestIstioParity(t *testing.T) {
 	fixtures := istioFixtures(t)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(dir, name+".yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Istio reads TCPRoute v1, a version the CRDs of our gateway-api
-			// release do not serve yet; the spec is the same as v1alpha2's
-			data = tcpRouteV1.ReplaceAll(data, []byte("apiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TCPRoute"))
-			snap := loadSnapshot(t, append(append(data, []byte("\n---\n")...), fixtures...))
-			addIstioServices(&snap)
+			snap := istioSnapshot(t, dir, name, fixtures)
 			out := gateway.Translate(snap, gateway.Options{DomainSuffix: "domain.suffix"})
 			got := byKey(t, render(t, out), true)
 			want := map[string]any{}
@@ -107,6 +99,22 @@ func TestIstioParity(t *testing.T) {
 			compareParity(t, got, want, parityCases[name])
 		})
 	}
+}
+
+// istioSnapshot reads the input of one of Istio's cases, with the
+// services and fixtures of Istio's test.
+func istioSnapshot(t *testing.T, dir, name string, fixtures []byte) gateway.Snapshot {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Istio reads TCPRoute v1, a version the CRDs of our gateway-api
+	// release do not serve yet; the spec is the same as v1alpha2's
+	data = tcpRouteV1.ReplaceAll(data, []byte("apiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TCPRoute"))
+	snap := loadSnapshot(t, append(append(data, []byte("\n---\n")...), fixtures...))
+	addIstioServices(&snap)
+	return snap
 }
 
 // compareParity reports every object missing, extra or different, except
