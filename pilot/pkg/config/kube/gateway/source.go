@@ -251,10 +251,14 @@ func (s *Source) Update(config.Config) (string, error) { return "", model.ErrNot
 func (s *Source) UpdateStatus(config.Config) (string, error) { return "", model.ErrNotWritable }
 
 // Patch is not supported.
-func (s *Source) Patch(config.Config, model.PatchFunc) (string, error) { return "", model.ErrNotWritable }
+func (s *Source) Patch(config.Config, model.PatchFunc) (string, error) {
+	return "", model.ErrNotWritable
+}
 
 // Delete is not supported.
-func (s *Source) Delete(config.GroupVersionKind, string, string, *string) error { return model.ErrNotWritable }
+func (s *Source) Delete(config.GroupVersionKind, string, string, *string) error {
+	return model.ErrNotWritable
+}
 
 // Run returns when stop closes: the collections run on their own.
 func (s *Source) Run(stop <-chan struct{}) { <-stop }

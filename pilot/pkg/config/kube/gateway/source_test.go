@@ -17,10 +17,10 @@ import (
 // staticInputs holds a snapshot in static collections.
 type staticInputs struct {
 	classes, gateways, http, grpc, tcp, tls, grants, serviceEntries krt.StaticCollection[config.Config]
-	services                                                         krt.StaticCollection[gateway.ServiceInfo]
-	namespaces                                                       krt.StaticCollection[gateway.NamespaceInfo]
-	secrets                                                          krt.StaticCollection[gateway.SecretData]
-	configMaps                                                       krt.StaticCollection[gateway.ConfigMapData]
+	services                                                        krt.StaticCollection[gateway.ServiceInfo]
+	namespaces                                                      krt.StaticCollection[gateway.NamespaceInfo]
+	secrets                                                         krt.StaticCollection[gateway.SecretData]
+	configMaps                                                      krt.StaticCollection[gateway.ConfigMapData]
 }
 
 func newStaticInputs(s gateway.Snapshot) *staticInputs {
