@@ -26,6 +26,7 @@ import (
 	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/kube"
 	"github.com/meshplane/istiod/pkg/kube/krt"
+	"github.com/meshplane/istiod/pkg/kube/leaderelection"
 	"github.com/meshplane/istiod/pkg/kube/namespace"
 	"github.com/meshplane/istiod/pkg/log"
 )
@@ -65,6 +66,8 @@ type Server struct {
 	monitorListener  net.Listener
 	webhooks         *webhooks  // --httpsAddr (webhooks.go)
 	injection        *injection // sidecar injector (inject.go); nil without one
+	// gatewayStatus elects the writer of Gateway API status (gatewayapi.go)
+	gatewayStatus *leaderelection.Election
 
 	wg sync.WaitGroup
 }
@@ -178,6 +181,13 @@ func (s *Server) initConfigController() error {
 			return err
 		}
 		stores = append(stores, src)
+		gw, err := s.gatewaySource(src)
+		if err != nil {
+			return err
+		}
+		if gw != nil {
+			stores = append(stores, gw)
+		}
 	case s.kubeClient != nil:
 		crd, err := crdclient.New(s.kubeClient, s.storedSchemas(), crdclient.Options{
 			Problems:        s.problems,
@@ -189,8 +199,17 @@ func (s *Server) initConfigController() error {
 		if err != nil {
 			return err
 		}
+		stores = append(stores, crd)
+		gw, err := s.gatewaySource(crd)
+		if err != nil {
+			return err
+		}
+		if gw != nil {
+			stores = append(stores, gw)
+			s.initGatewayStatus(gw, crd, crd)
+		}
 		// the CRD client is the one writer
-		st, err := aggregate.MakeWriteableCache([]aggregate.CollectionStore{crd}, crd,
+		st, err := aggregate.MakeWriteableCache(stores, crd,
 			aggregate.Options{Stop: s.internalStop, Debug: s.krtDebug})
 		if err != nil {
 			return err
@@ -317,6 +336,7 @@ func (s *Server) Start() error {
 	if err := s.startDiscovery(); err != nil {
 		return err
 	}
+	s.startGatewayStatus()
 	return s.startSecureAndWebhooks()
 }
 

@@ -19,7 +19,22 @@ var scope = log.RegisterScope("leader", "leader election")
 const (
 	// NamespaceController guards the istio-ca-root-cert ConfigMaps.
 	NamespaceController = "istio-namespace-controller-election"
+	// GatewayStatusController guards the status of Gateway API objects and
+	// the builtin GatewayClasses; it is per revision (PerRevision).
+	GatewayStatusController = "istio-gateway-status-leader"
+	// GatewayDeploymentController guards the Deployments, Services and
+	// ServiceAccounts generated for Gateways; it is per revision.
+	GatewayDeploymentController = "istio-gateway-deployment"
 )
+
+// PerRevision is the name of a per-revision lock, as Istio names it:
+// <name>-<revision>, "default" for the default revision.
+func PerRevision(name, revision string) string {
+	if revision == "" {
+		revision = "default"
+	}
+	return name + "-" + revision
+}
 
 // Timing is how the Lease is held; the zero value takes Istio's (30 s
 // lease, 15 s renew deadline, 5 s retry).

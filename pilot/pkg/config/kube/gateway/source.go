@@ -9,6 +9,7 @@ import (
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
+	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/kube/krt"
 )
 
@@ -38,6 +39,9 @@ type SourceOptions struct {
 	Stop <-chan struct{}
 	// Krt registers the collections for /debug/krtz (may be nil).
 	Krt *krt.DebugHandler
+	// Problems receives what the statuses report as wrong, per object
+	// (may be nil).
+	Problems *diag.Board
 }
 
 // Source is the Gateway API synthetic config store: a read-only
@@ -59,6 +63,7 @@ type Source struct {
 	gatewayConfigs  krt.Collection[config.Config]
 	virtualServices krt.Collection[config.Config]
 	statuses        krt.Collection[ObjectStatus]
+	problems        krt.HandlerRegistration
 }
 
 var _ model.ConfigStoreController = (*Source)(nil)
@@ -111,6 +116,10 @@ func NewSource(in Inputs, opts SourceOptions) *Source {
 	s.statuses = s.buildStatuses()
 	s.Add(gvk.Gateway, s.gatewayConfigs)
 	s.Add(gvk.VirtualService, s.virtualServices)
+	if opts.Problems != nil {
+		// the registration ends with the statuses' stop channel
+		s.problems = reportProblems(s.statuses, opts.Problems)
+	}
 	return s
 }
 
@@ -266,7 +275,8 @@ func (s *Source) Run(stop <-chan struct{}) { <-stop }
 // HasSynced reports whether the synthetic objects and statuses reflect the
 // inputs' initial state.
 func (s *Source) HasSynced() bool {
-	return s.gatewayConfigs.HasSynced() && s.virtualServices.HasSynced() && s.statuses.HasSynced()
+	return s.gatewayConfigs.HasSynced() && s.virtualServices.HasSynced() && s.statuses.HasSynced() &&
+		(s.problems == nil || s.problems.HasSynced())
 }
 
 // Output is the source's current content in Translate's order.

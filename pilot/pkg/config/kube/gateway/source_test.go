@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/gateway"
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/kube/krt"
 )
 
@@ -188,4 +189,44 @@ func TestSourceFollowsChanges(t *testing.T) {
 	snap.Services = kept
 	in.services.Delete("team-a/app.team-a.svc.cluster.local")
 	check("backend deleted")
+}
+
+// TestProblemsOnBoard checks that what statuses report as wrong is listed
+// for /debug/warningz, and cleared once fixed.
+func TestProblemsOnBoard(t *testing.T) {
+	data, err := os.ReadFile("testdata/backends.in.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := loadSnapshot(t, data)
+	in := newStaticInputs(snap)
+	board := diag.New(nil)
+	src := gateway.NewSource(in.inputs(), gateway.SourceOptions{Options: gateway.Options{DomainSuffix: domain}, Stop: stopOf(t), Problems: board})
+	find := func(object, substr string) bool {
+		for _, p := range board.List() {
+			if p.Source == "gateway-api" && p.Object == object && strings.Contains(p.Message, substr) {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "missing backend reported", func() bool {
+		return src.HasSynced() && find("HTTPRoute apps/missing", "ResolvedRefs=False BackendNotFound: backend(nowhere.example.com) not found")
+	})
+	if find("HTTPRoute apps/good", "") {
+		t.Errorf("a good route is on the board: %+v", board.List())
+	}
+	in.http.Delete("apps/missing")
+	waitFor(t, "deleted route cleared", func() bool { return !find("HTTPRoute apps/missing", "") })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
