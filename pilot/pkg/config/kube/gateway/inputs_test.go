@@ -118,7 +118,7 @@ func addConfigs(t testing.TB, s *gateway.Snapshot, js []byte, i int) {
 		case gvk.ServiceEntry:
 			s.ServiceEntries = append(s.ServiceEntries, c)
 		default:
-			t.Fatalf("doc %d: unexpected kind %v", i, c.GroupVersionKind)
+			// other kinds (Istio's own) are not inputs of the translation
 		}
 	}
 }
