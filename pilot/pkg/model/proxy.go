@@ -51,6 +51,9 @@ type Proxy struct {
 	// VerifiedIdentity is the identity the proxy proved on a TLS stream
 	// (nil on the plaintext port).
 	VerifiedIdentity *Identity
+	// ServiceCluster is the node's cluster field (the agent's service
+	// cluster): the service name of the proxy's spans.
+	ServiceCluster string
 }
 
 // Identity is a workload identity: spiffe://<trust domain>/ns/<Namespace>/sa/<ServiceAccount>.

@@ -159,6 +159,7 @@ func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, d
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	proxy.ServiceCluster = node.Cluster
 	if l := node.Locality; l != nil && (l.Region != "" || l.Zone != "" || l.SubZone != "") {
 		proxy.Locality = l.Region + "/" + l.Zone + "/" + l.SubZone
 	}

@@ -6,6 +6,7 @@ import (
 	filelog "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 )
 
 // DefaultAccessLogFormat is the text format Istio's proxies log with when the
@@ -20,6 +21,9 @@ const DefaultAccessLogFormat = `[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIG
 // accessLogs is the file access log the mesh config asks for (none when
 // AccessLogFile is empty).
 func (o Options) accessLogs() []*accesslogv3.AccessLog {
+	if o.dir != nil && o.dir.LogsSet {
+		return o.dir.Logs
+	}
 	if o.AccessLogFile == "" {
 		return nil
 	}
@@ -39,6 +43,9 @@ func (o Options) accessLogs() []*accesslogv3.AccessLog {
 // noRouteLogs log, at the listener, connections no filter chain took
 // (response flag NR).
 func (o Options) noRouteLogs() []*accesslogv3.AccessLog {
+	if o.dir != nil && o.dir.LogsSet {
+		return telemetry.NoRoute(o.dir.Logs)
+	}
 	logs := o.accessLogs()
 	for _, l := range logs {
 		l.Filter = &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_ResponseFlagFilter{

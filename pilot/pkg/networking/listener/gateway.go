@@ -65,6 +65,7 @@ func BuildGateway(o GatewayOptions) []*listenerv3.Listener {
 	if m == nil {
 		return nil
 	}
+	o.Options = o.direction(o.TelemetryOut)
 	type pending struct {
 		bind   string
 		port   uint32
@@ -105,6 +106,7 @@ func BuildGateway(o GatewayOptions) []*listenerv3.Listener {
 		}
 		out = append(out, gatewayListener(name, p.bind, p.port, p.chains))
 	}
+	o.withTCPStats(out...)
 	return out
 }
 

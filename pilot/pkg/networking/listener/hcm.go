@@ -25,6 +25,9 @@ var (
 	uuidConfig   = protoconv.Constant(func() proto.Message {
 		return &uuidv3.UuidRequestIdConfig{UseRequestIdForTraceSampling: wrapperspb.Bool(true)}
 	})
+	uuidNoSampling = protoconv.Constant(func() proto.Message {
+		return &uuidv3.UuidRequestIdConfig{UseRequestIdForTraceSampling: wrapperspb.Bool(false)}
+	})
 )
 
 func httpFilter(name string, cfg *anypb.Any) *hcm.HttpFilter {
@@ -34,8 +37,8 @@ func httpFilter(name string, cfg *anypb.Any) *hcm.HttpFilter {
 // httpFilters is Istio's HTTP filter chain of a direction: peer metadata,
 // on inbound the policy filters (ext_authz, jwt_authn, RBAC), gRPC stats,
 // ALPN override on outbound (it tells the peer which HTTP version comes
-// over mTLS), then fault, CORS and the router.
-func httpFilters(d telemetry.Direction, policy []*hcm.HttpFilter) []*hcm.HttpFilter {
+// over mTLS), then fault, CORS, the Telemetry stats filters and the router.
+func httpFilters(d telemetry.Direction, policy, stats []*hcm.HttpFilter) []*hcm.HttpFilter {
 	fs := []*hcm.HttpFilter{httpFilter(telemetry.MetadataExchangeName, telemetry.HTTPPeerMetadata(d))}
 	if d == telemetry.Inbound {
 		fs = append(fs, policy...)
@@ -44,19 +47,25 @@ func httpFilters(d telemetry.Direction, policy []*hcm.HttpFilter) []*hcm.HttpFil
 	if d == telemetry.Outbound {
 		fs = append(fs, httpFilter(telemetry.ALPNName, telemetry.ALPN()))
 	}
-	return append(fs,
-		httpFilter("envoy.filters.http.fault", faultConfig()),
-		httpFilter("envoy.filters.http.cors", corsConfig()),
-		httpFilter("envoy.filters.http.router", routerConfig()),
-	)
+	fs = append(fs, httpFilter("envoy.filters.http.fault", faultConfig()), httpFilter("envoy.filters.http.cors", corsConfig()))
+	fs = append(fs, stats...)
+	return append(fs, httpFilter("envoy.filters.http.router", routerConfig()))
 }
 
 // connectionManager has the settings both directions share.
 func connectionManager(statPrefix string, d telemetry.Direction, o Options) *hcm.HttpConnectionManager {
+	var stats []*hcm.HttpFilter
+	rid := uuidConfig()
+	if o.dir != nil {
+		stats = o.dir.HTTPStats
+		if o.dir.NoRequestIDSampling {
+			rid = uuidNoSampling()
+		}
+	}
 	return &hcm.HttpConnectionManager{
 		StatPrefix:                   statPrefix,
-		HttpFilters:                  httpFilters(d, o.InboundHTTPPolicy),
-		Tracing:                      o.Tracing,
+		HttpFilters:                  httpFilters(d, o.InboundHTTPPolicy, stats),
+		Tracing:                      o.tracing(),
 		StreamIdleTimeout:            durationpb.New(0),
 		AccessLog:                    o.accessLogs(),
 		UseRemoteAddress:             wrapperspb.Bool(false),
@@ -64,7 +73,7 @@ func connectionManager(statPrefix string, d telemetry.Direction, o Options) *hcm
 		NormalizePath:                wrapperspb.Bool(true),
 		UpgradeConfigs:               []*hcm.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
 		PathWithEscapedSlashesAction: hcm.HttpConnectionManager_KEEP_UNCHANGED,
-		RequestIdExtension:           &hcm.RequestIDExtension{TypedConfig: uuidConfig()},
+		RequestIdExtension:           &hcm.RequestIDExtension{TypedConfig: rid},
 	}
 }
 

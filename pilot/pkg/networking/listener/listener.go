@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -56,6 +57,65 @@ type Options struct {
 	// chains, in order; they follow the metadata exchange, before the TCP
 	// proxy.
 	InboundTCPPolicy []*listenerv3.Filter
+	// TelemetryIn and TelemetryOut are what Telemetry resources configure
+	// on inbound and outbound (gateway: outbound) listeners; nil: the mesh
+	// config's access log and Tracing above, no stats filters.
+	TelemetryIn, TelemetryOut *Telemetry
+
+	// dir is the Telemetry of the direction being built
+	dir *Telemetry
+}
+
+// Telemetry is what Telemetry resources configure on one side of a proxy.
+type Telemetry struct {
+	// Logs replace the mesh config's file log when LogsSet (empty: none).
+	Logs    []*accesslogv3.AccessLog
+	LogsSet bool
+	// Tracing replaces Options.Tracing when TracingSet (nil: none).
+	Tracing    *hcm.HttpConnectionManager_Tracing
+	TracingSet bool
+	// NoRequestIDSampling: the request ID does not decide sampling.
+	NoRequestIDSampling bool
+	// HTTPStats go right before the router of HTTP chains, TCPStats right
+	// before the TCP proxy of TCP chains.
+	HTTPStats []*hcm.HttpFilter
+	TCPStats  []*listenerv3.Filter
+}
+
+// direction returns o for the listeners of one side.
+func (o Options) direction(t *Telemetry) Options {
+	o.dir = t
+	return o
+}
+
+// tracing is the HCM tracing of the side being built.
+func (o Options) tracing() *hcm.HttpConnectionManager_Tracing {
+	if o.dir != nil && o.dir.TracingSet {
+		return o.dir.Tracing
+	}
+	return o.Tracing
+}
+
+// withTCPStats puts the side's TCP stats filters right before the TCP proxy
+// of every chain of the listeners.
+func (o Options) withTCPStats(ls ...*listenerv3.Listener) {
+	if o.dir == nil || len(o.dir.TCPStats) == 0 {
+		return
+	}
+	add := func(fc *listenerv3.FilterChain) {
+		if fc == nil || len(fc.Filters) == 0 || fc.Filters[len(fc.Filters)-1].Name != "envoy.filters.network.tcp_proxy" {
+			return
+		}
+		n := len(fc.Filters) - 1
+		fs := append(append(append([]*listenerv3.Filter{}, fc.Filters[:n]...), o.dir.TCPStats...), fc.Filters[n])
+		fc.Filters = fs
+	}
+	for _, l := range ls {
+		for _, fc := range l.FilterChains {
+			add(fc)
+		}
+		add(l.DefaultFilterChain)
+	}
 }
 
 // InboundTarget is a port of the proxy's workload that services target.
@@ -72,12 +132,18 @@ type InboundTarget struct {
 
 // BuildInbound builds virtualInbound, the one listener that depends on the
 // proxy's own ports (Options.Inbound).
-func BuildInbound(o Options) *listenerv3.Listener { return virtualInbound(o) }
+func BuildInbound(o Options) *listenerv3.Listener {
+	o = o.direction(o.TelemetryIn)
+	l := virtualInbound(o)
+	o.withTCPStats(l)
+	return l
+}
 
 // BuildOutbound builds the listeners for the services a sidecar sees and
 // virtualOutbound; they ignore Options.Inbound, so sidecars that see the
 // same services with the same options can share them. Sorted by name.
 func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener {
+	o = o.direction(o.TelemetryOut)
 	byName := map[string]*listenerv3.Listener{}
 	var out []*listenerv3.Listener
 	add := func(l *listenerv3.Listener) {
@@ -118,6 +184,7 @@ func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener 
 	}
 	out = append(out, virtualOutbound(o))
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	o.withTCPStats(out...)
 	return out
 }
 

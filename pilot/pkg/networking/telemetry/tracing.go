@@ -49,6 +49,18 @@ func Tracing(m *meshconfig.MeshConfig, p Proxy) *hcm.HttpConnectionManager_Traci
 	if s := m.GetDefaultConfig().GetTracing().GetSampling(); s > 0 {
 		sampling = s
 	}
+	t := &hcm.HttpConnectionManager_Tracing{
+		ClientSampling:  &typev3.Percent{Value: 100},
+		RandomSampling:  &typev3.Percent{Value: sampling},
+		OverallSampling: &typev3.Percent{Value: 100},
+		CustomTags:      istioTags(m, p),
+	}
+	return t
+}
+
+// istioTags are the tags Istio adds to every span: the results of dry-run
+// authorization policies and the workload's identity, sorted by tag.
+func istioTags(m *meshconfig.MeshConfig, p Proxy) []*tracingv3.CustomTag {
 	var tags []*tracingv3.CustomTag
 	for tag, key := range rbacDryRunTags {
 		tags = append(tags, &tracingv3.CustomTag{Tag: tag, Type: &tracingv3.CustomTag_Metadata_{Metadata: &tracingv3.CustomTag_Metadata{
@@ -67,12 +79,7 @@ func Tracing(m *meshconfig.MeshConfig, p Proxy) *hcm.HttpConnectionManager_Traci
 		literal("istio.namespace", p.Namespace),
 	)
 	sort.Slice(tags, func(i, j int) bool { return tags[i].Tag < tags[j].Tag })
-	return &hcm.HttpConnectionManager_Tracing{
-		ClientSampling:  &typev3.Percent{Value: 100},
-		RandomSampling:  &typev3.Percent{Value: sampling},
-		OverallSampling: &typev3.Percent{Value: 100},
-		CustomTags:      tags,
-	}
+	return tags
 }
 
 func orElse(v, def string) string {

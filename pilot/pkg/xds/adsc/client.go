@@ -32,6 +32,9 @@ type Config struct {
 	// NodeID, e.g. sidecar~10.0.0.1~pod.ns~ns.svc.cluster.local.
 	NodeID   string
 	Metadata map[string]any
+	// Cluster is the node's cluster (Istio's agent sends its service
+	// cluster).
+	Cluster string
 	// Delta selects the delta protocol.
 	Delta bool
 	// NoAutoACK leaves ACKs to the caller.
@@ -86,7 +89,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %v", err)
 	}
-	c := &Client{cfg: cfg, conn: conn, node: &core.Node{Id: cfg.NodeID, Metadata: md},
+	c := &Client{cfg: cfg, conn: conn, node: &core.Node{Id: cfg.NodeID, Cluster: cfg.Cluster, Metadata: md},
 		nonces: map[string]bool{}, names: map[string][]string{}, state: map[string]map[string]proto.Message{},
 		version: map[string]map[string]string{}, first: true}
 	ads := discovery.NewAggregatedDiscoveryServiceClient(conn)

@@ -2,6 +2,7 @@ package generators_test
 
 import (
 	"sort"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -97,7 +98,8 @@ func referenceResources(t *testing.T, m refmesh.Mesh, rel string) map[string]map
 
 // diffResources reports resources one side lacks and, per resource, every
 // top-level field that differs unless allowed (by field, or by
-// "<resource>:<field>" for one resource only).
+// "<resource>:<field>" for one resource only, or by "*<path suffix>" for
+// differences at paths ending so).
 func diffResources(t *testing.T, typ string, got, want map[string]map[string]any, allowed map[string]string) {
 	t.Helper()
 	for n := range want {
@@ -119,8 +121,23 @@ func diffResources(t *testing.T, typ string, got, want map[string]map[string]any
 				continue
 			}
 			for _, d := range golden.Diff(k, g[k], w[k]) {
+				if allowedPath(allowed, d) {
+					continue
+				}
 				t.Errorf("%s %s: %s", typ, n, d)
 			}
 		}
 	}
+}
+
+// allowedPath tells whether a difference ("<path> differs...") is at a path
+// an allowed "*<suffix>" entry covers.
+func allowedPath(allowed map[string]string, diff string) bool {
+	path, _, _ := strings.Cut(diff, " ")
+	for k := range allowed {
+		if suffix, ok := strings.CutPrefix(k, "*"); ok && strings.HasSuffix(path, suffix) {
+			return true
+		}
+	}
+	return false
 }

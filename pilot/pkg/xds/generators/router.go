@@ -75,10 +75,11 @@ func (g *SidecarGenerators) routerListeners(proxy *model.Proxy, push *model.Push
 // problems (may be nil) collects what they leave out.
 func (g *SidecarGenerators) gatewayListenerOptions(proxy *model.Proxy, push *model.PushContext, problems *[]string) listener.GatewayOptions {
 	vsFor := virtualServicesFor(push, proxy)
+	tel := telemetry.Compute(push.Telemetry(proxy), push.Mesh)
 	return listener.GatewayOptions{
 		Options: listener.Options{AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 			Tracing: telemetry.Tracing(push.Mesh, telemetryProxy(proxy)), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
-			InboundTCPPolicy: g.inboundTCPPolicy(push, proxy)},
+			InboundTCPPolicy: g.inboundTCPPolicy(push, proxy), TelemetryOut: listenerTelemetry(push, proxy, tel, telemetry.Gateway)},
 		Merged:          g.mergedGateway(push, proxy),
 		VirtualServices: vsFor,
 		Cluster: func(d *networking.Destination, port int) string {

@@ -166,9 +166,12 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		MTLS: authn.ProxyMTLS(push.PeerAuthentications(proxy), authn.MTLSOptions{RootNamespace: push.RootNamespace()}),
 		TLS:  g.inboundTLS(push), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
 		InboundTCPPolicy: g.inboundTCPPolicy(push, proxy)}
+	tel := telemetry.Compute(push.Telemetry(proxy), push.Mesh)
+	opts.TelemetryIn = listenerTelemetry(push, proxy, tel, telemetry.SidecarInbound)
+	opts.TelemetryOut = listenerTelemetry(push, proxy, tel, telemetry.SidecarOutbound)
 	// outbound listeners depend on the proxy only through the services its
-	// sidecar scope sees and what its tracing tags say
-	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy), name: tp.Key()}
+	// sidecar scope sees, what its tracing tags say and its Telemetry
+	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy), name: tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster}
 	outbound := g.cache.get(push, key, 0, func() xds.Generated {
 		return toResources(xds.ListenerType, listener.BuildOutbound(push.ServicesForProxy(proxy), opts), listenerName)
 	})
