@@ -29,6 +29,8 @@ type discovery struct {
 	jwks     *authn.Resolver
 	// authorizationz reports a connected proxy's policies (/debug/authorizationz)
 	authorizationz func(proxyID string) (any, bool)
+	// telemetryz reports a connected proxy's telemetry (/debug/telemetryz)
+	telemetryz func(proxyID string) (any, bool)
 }
 
 // initDiscovery wires the push path: config events and registry updates go
@@ -80,6 +82,7 @@ func (s *Server) initDiscovery() {
 	gens.RegisterSDS(d.server)
 	s.problems.AddProvider(gens.GatewayProblems(d.server))
 	d.authorizationz = gens.Authorizationz(d.server)
+	d.telemetryz = gens.Telemetryz(d.server)
 	push := d.server.PushFunc(d.env)
 	d.engine = pushengine.New(pushengine.Options{Debounce: s.args.Debounce, Push: func(req *model.PushRequest) model.PushResult {
 		res := push(req)

@@ -250,6 +250,7 @@ func (s *Server) initServers() {
 	}
 	debug := xdsdebug.New(opts)
 	debug.AddAuthorizationz(s.discovery.authorizationz)
+	debug.AddTelemetryz(s.discovery.telemetryz)
 	httpMux := http.NewServeMux()
 	httpMux.HandleFunc("/ready", s.ready)
 	debug.Install(httpMux)

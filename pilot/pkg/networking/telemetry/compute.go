@@ -31,8 +31,11 @@ type Computed struct {
 	mesh    *meshconfig.MeshConfig
 	layers  []*config.Config // root, namespace, workload: those present
 	logging [][]*tpb.AccessLogging
+	logSrc  []string // the Telemetry of each logging level
 	tracing []*tpb.Tracing
+	tracSrc []string
 	metrics []*tpb.Metrics
+	metSrc  []string
 }
 
 // Compute merges the Telemetry resources of a proxy (nil layers absent).
@@ -47,11 +50,19 @@ func Compute(l model.LayeredPolicies, mesh *meshconfig.MeshConfig) *Computed {
 			continue
 		}
 		c.layers = append(c.layers, cfg)
+		src := cfg.Namespace + "/" + cfg.Name
 		if len(spec.AccessLogging) > 0 {
 			c.logging = append(c.logging, spec.AccessLogging)
+			c.logSrc = append(c.logSrc, src)
 		}
-		c.tracing = append(c.tracing, spec.Tracing...)
-		c.metrics = append(c.metrics, spec.Metrics...)
+		for _, t := range spec.Tracing {
+			c.tracing = append(c.tracing, t)
+			c.tracSrc = append(c.tracSrc, src)
+		}
+		for _, m := range spec.Metrics {
+			c.metrics = append(c.metrics, m)
+			c.metSrc = append(c.metSrc, src)
+		}
 	}
 	return c
 }
@@ -100,6 +111,9 @@ type LogSpec struct {
 	Provider *meshconfig.MeshConfig_ExtensionProvider
 	Filter   *tpb.AccessLogging_Filter
 	Disabled bool
+	// From names the Telemetry that decided it ("" for the mesh's
+	// defaultProviders).
+	From string
 }
 
 // Logging returns the access-log providers of a mode, sorted by name, and
@@ -110,14 +124,14 @@ func (c *Computed) Logging(mode Mode) ([]LogSpec, bool) {
 	if len(c.logging) == 0 && len(defaults) == 0 {
 		return nil, false
 	}
-	merged := mergeLogs(c.logging, defaults, mode)
+	merged := mergeLogs(c.logging, c.logSrc, defaults, mode)
 	var out []LogSpec
 	for name, s := range merged {
 		p := Provider(c.mesh, name)
 		if p == nil {
 			continue
 		}
-		out = append(out, LogSpec{Provider: p, Filter: s.Filter, Disabled: s.Disabled})
+		out = append(out, LogSpec{Provider: p, Filter: s.Filter, Disabled: s.Disabled, From: s.From})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Provider.Name < out[j].Provider.Name })
 	return out, true
@@ -126,6 +140,7 @@ func (c *Computed) Logging(mode Mode) ([]LogSpec, bool) {
 type logState struct {
 	Filter   *tpb.AccessLogging_Filter
 	Disabled bool
+	From     string
 }
 
 func matchesMode(sel *tpb.AccessLogging_LogSelector, mode Mode) bool {
@@ -136,7 +151,7 @@ func matchesMode(sel *tpb.AccessLogging_LogSelector, mode Mode) bool {
 // specific level that names any (for the mode), else the defaults; then,
 // level by level, each entry sets its providers (or its parent's when it
 // names none) to its filter, or to disabled.
-func mergeLogs(levels [][]*tpb.AccessLogging, defaults []string, mode Mode) map[string]logState {
+func mergeLogs(levels [][]*tpb.AccessLogging, srcs []string, defaults []string, mode Mode) map[string]logState {
 	out := map[string]logState{}
 	if len(levels) == 0 {
 		for _, d := range defaults {
@@ -166,7 +181,7 @@ func mergeLogs(levels [][]*tpb.AccessLogging, defaults []string, mode Mode) map[
 		scope[n] = true
 	}
 	parent := defaults
-	for _, level := range levels {
+	for i, level := range levels {
 		for _, e := range level {
 			names := providerNames(e.Providers)
 			if len(names) == 0 {
@@ -181,10 +196,10 @@ func mergeLogs(levels [][]*tpb.AccessLogging, defaults []string, mode Mode) map[
 					continue
 				}
 				if e.GetDisabled().GetValue() {
-					out[n] = logState{Disabled: true}
+					out[n] = logState{Disabled: true, From: srcs[i]}
 					continue
 				}
-				out[n] = logState{Filter: filters[n]}
+				out[n] = logState{Filter: filters[n], From: srcs[i]}
 			}
 		}
 	}
@@ -193,6 +208,9 @@ func mergeLogs(levels [][]*tpb.AccessLogging, defaults []string, mode Mode) map[
 
 // TracingSpec is the tracing of one mode.
 type TracingSpec struct {
+	// From names, per field set (provider, disableSpanReporting,
+	// randomSamplingPercentage, customTags, ...), the Telemetry that set it.
+	From map[string]string
 	Provider                     *meshconfig.MeshConfig_ExtensionProvider
 	Disabled                     bool
 	RandomSamplingPercentage     *float64
@@ -210,36 +228,38 @@ func (c *Computed) Tracing(mode Mode) (TracingSpec, bool) {
 	if len(c.tracing) == 0 && len(defaults) == 0 {
 		return TracingSpec{}, false
 	}
-	spec := TracingSpec{UseRequestIDForTraceSampling: true, EnableIstioTags: true}
+	spec := TracingSpec{UseRequestIDForTraceSampling: true, EnableIstioTags: true, From: map[string]string{}}
 	if len(defaults) > 0 {
 		spec.Provider = Provider(c.mesh, defaults[0])
+		spec.From["provider"] = "meshConfig.defaultProviders"
 	}
-	for _, t := range c.tracing {
+	for i, t := range c.tracing {
 		if t.Match != nil && t.Match.Mode != tpb.WorkloadMode_CLIENT_AND_SERVER && t.Match.Mode != mode {
 			continue
 		}
+		src := c.tracSrc[i]
 		if names := providerNames(t.Providers); len(names) > 0 {
 			// one provider per mode: the first
-			spec.Provider = Provider(c.mesh, names[0])
+			spec.Provider, spec.From["provider"] = Provider(c.mesh, names[0]), src
 		}
 		if t.DisableSpanReporting != nil {
-			spec.Disabled = t.DisableSpanReporting.GetValue()
+			spec.Disabled, spec.From["disableSpanReporting"] = t.DisableSpanReporting.GetValue(), src
 		}
 		if t.CustomTags != nil {
-			spec.CustomTags = t.CustomTags
+			spec.CustomTags, spec.From["customTags"] = t.CustomTags, src
 		}
 		if t.RandomSamplingPercentage != nil {
 			v := t.RandomSamplingPercentage.GetValue()
-			spec.RandomSamplingPercentage = &v
+			spec.RandomSamplingPercentage, spec.From["randomSamplingPercentage"] = &v, src
 		}
 		if t.UseRequestIdForTraceSampling != nil {
-			spec.UseRequestIDForTraceSampling = t.UseRequestIdForTraceSampling.GetValue()
+			spec.UseRequestIDForTraceSampling, spec.From["useRequestIdForTraceSampling"] = t.UseRequestIdForTraceSampling.GetValue(), src
 		}
 		if t.EnableIstioTags != nil {
-			spec.EnableIstioTags = t.EnableIstioTags.GetValue()
+			spec.EnableIstioTags, spec.From["enableIstioTags"] = t.EnableIstioTags.GetValue(), src
 		}
 		if t.DisableContextPropagation != nil {
-			spec.DisableContextPropagation = t.DisableContextPropagation.GetValue()
+			spec.DisableContextPropagation, spec.From["disableContextPropagation"] = t.DisableContextPropagation.GetValue(), src
 		}
 	}
 	if spec.Provider == nil {

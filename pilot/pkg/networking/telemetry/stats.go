@@ -56,6 +56,7 @@ type modeMetrics struct {
 type providerMetrics struct {
 	client, server modeMetrics
 	interval       *durationpb.Duration
+	from           string
 }
 
 // allIstioMetrics are the standard metrics ALL_METRICS stands for, sorted.
@@ -129,7 +130,8 @@ func (c *Computed) mergedMetrics() map[string]providerMetrics {
 	parent := defaults
 	disabledAll := map[string]bool{}
 	intervals := map[string]*durationpb.Duration{}
-	for _, m := range c.metrics {
+	from := map[string]string{}
+	for i, m := range c.metrics {
 		names := providerNames(m.Providers)
 		if len(names) == 0 {
 			names = parent
@@ -145,12 +147,13 @@ func (c *Computed) mergedMetrics() map[string]providerMetrics {
 			if byProvider[p] == nil {
 				byProvider[p] = map[tpb.WorkloadMode]map[string]override{tpb.WorkloadMode_CLIENT: {}, tpb.WorkloadMode_SERVER: {}}
 			}
+			from[p] = c.metSrc[i]
 			applyOverrides(byProvider[p], m.Overrides, p, disabledAll)
 		}
 	}
 	out := map[string]providerMetrics{}
 	for p, modes := range byProvider {
-		pm := providerMetrics{interval: intervals[p]}
+		pm := providerMetrics{interval: intervals[p], from: from[p]}
 		for mode, ms := range modes {
 			mm := modeMetrics{disabled: disabledAll[p+"/"+mode.String()]}
 			if !mm.disabled {
@@ -292,5 +295,44 @@ func (c *Computed) TCPStats(class Class) []*listenerv3.Filter {
 	for _, a := range c.statsConfigs(class) {
 		out = append(out, &listenerv3.Filter{Name: StatsFilterName, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: a}})
 	}
+	return out
+}
+
+// MetricsReport is one metrics provider in effect for a class.
+type MetricsReport struct {
+	Provider string `json:"provider"`
+	// Disabled: ALL_METRICS are disabled for the class.
+	Disabled bool `json:"disabled,omitempty"`
+	// Overrides are "<metric>: drop", "<metric>: tag=value", "<metric>:
+	// -tag" entries.
+	Overrides []string `json:"overrides,omitempty"`
+	// From names the Telemetry that last set it ("" for defaultProviders).
+	From string `json:"from,omitempty"`
+}
+
+// Metrics explains the metrics providers of a class, sorted.
+func (c *Computed) Metrics(class Class) []MetricsReport {
+	var out []MetricsReport
+	for name, pm := range c.mergedMetrics() {
+		mm := pm.client
+		if class == SidecarInbound {
+			mm = pm.server
+		}
+		r := MetricsReport{Provider: name, Disabled: mm.disabled, From: pm.from}
+		for _, o := range mm.overrides {
+			if o.disabled {
+				r.Overrides = append(r.Overrides, o.name+": drop")
+			}
+			for _, t := range o.tags {
+				if t.remove {
+					r.Overrides = append(r.Overrides, o.name+": -"+t.name)
+				} else {
+					r.Overrides = append(r.Overrides, o.name+": "+t.name+"="+t.value)
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Provider < out[j].Provider })
 	return out
 }

@@ -20,10 +20,23 @@ type AuthorizationzSource func(proxyID string) (report any, connected bool)
 // serves nothing. Like every endpoint but config_dump and edsz, it is
 // served to loopback callers and to istiod's own namespace only.
 func (d *Debug) AddAuthorizationz(src AuthorizationzSource) {
+	d.addProxyReport("authorizationz", "a proxy's mTLS modes, authentication and authorization policies and their RBAC rules (?proxyID=<pod>.<namespace>)", src)
+}
+
+// AddTelemetryz serves /debug/telemetryz?proxyID=<pod>.<namespace> from
+// src: the telemetry a proxy's Telemetry resources give it per listener
+// class (access logs, tracing, metrics), with the resource each setting
+// came from. Served like authorizationz.
+func (d *Debug) AddTelemetryz(src AuthorizationzSource) {
+	d.addProxyReport("telemetryz", "a proxy's computed telemetry per listener class and where each setting came from (?proxyID=<pod>.<namespace>)", src)
+}
+
+// addProxyReport serves a report about one connected proxy.
+func (d *Debug) addProxyReport(name, help string, src AuthorizationzSource) {
 	if src == nil {
 		return
 	}
-	d.add("authorizationz", "a proxy's mTLS modes, authentication and authorization policies and their RBAC rules (?proxyID=<pod>.<namespace>)",
+	d.add(name, help,
 		func(w http.ResponseWriter, r *http.Request) {
 			id, ok := proxyID(w, r)
 			if !ok {
