@@ -210,7 +210,7 @@ func mergeLogs(levels [][]*tpb.AccessLogging, srcs []string, defaults []string, 
 type TracingSpec struct {
 	// From names, per field set (provider, disableSpanReporting,
 	// randomSamplingPercentage, customTags, ...), the Telemetry that set it.
-	From map[string]string
+	From                         map[string]string
 	Provider                     *meshconfig.MeshConfig_ExtensionProvider
 	Disabled                     bool
 	RandomSamplingPercentage     *float64
