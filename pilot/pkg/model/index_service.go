@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // serviceIndex holds every service of the registries by hostname and
@@ -26,6 +27,11 @@ type serviceIndex struct {
 	exportedTo    map[string][]*Service
 	visibilityOf  map[*Service]exportSet
 	defaultExport []string
+	// byHostAll is hostname → every service of that name, oldest first;
+	// reversed holds the hostnames reversed and sorted, so that the names
+	// ending in a suffix are one range of it (wildcard egress hosts).
+	byHostAll map[string][]*Service
+	reversed  []string
 }
 
 func buildServiceIndex(bc *buildContext) *serviceIndex {
@@ -37,6 +43,7 @@ func buildServiceIndex(bc *buildContext) *serviceIndex {
 		exportedTo:    map[string][]*Service{},
 		visibilityOf:  make(map[*Service]exportSet, len(all)),
 		defaultExport: bc.mesh.GetDefaultServiceExportTo(),
+		byHostAll:     make(map[string][]*Service, len(all)),
 	}
 	for _, s := range all {
 		ns := s.Attributes.Namespace
@@ -50,6 +57,10 @@ func buildServiceIndex(bc *buildContext) *serviceIndex {
 				x.exportedTo[target] = append(x.exportedTo[target], s)
 			}
 		}
+		if x.byHostAll[s.Hostname] == nil {
+			x.reversed = append(x.reversed, reverse(s.Hostname))
+		}
+		x.byHostAll[s.Hostname] = append(x.byHostAll[s.Hostname], s)
 		byNS := x.byHost[s.Hostname]
 		if byNS == nil {
 			byNS = map[string]*Service{}
@@ -60,7 +71,75 @@ func buildServiceIndex(bc *buildContext) *serviceIndex {
 			byNS[ns] = s
 		}
 	}
+	sort.Strings(x.reversed)
 	return x
+}
+
+func reverse(s string) string {
+	b := []byte(s)
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	return string(b)
+}
+
+// withSuffix returns the hostnames ending in suffix, from the reversed
+// index: O(log S + matches).
+func (x *serviceIndex) withSuffix(suffix string) []string {
+	rs := reverse(suffix)
+	i := sort.SearchStrings(x.reversed, rs)
+	var out []string
+	for ; i < len(x.reversed) && strings.HasPrefix(x.reversed[i], rs); i++ {
+		out = append(out, reverse(x.reversed[i]))
+	}
+	return out
+}
+
+// candidatesFor returns the services a proxy in ns may see whose hostname
+// one of the names can match (exact names, or "*.suffix" wildcards), in the
+// order exportedToNamespace gives them; ok is false when a name is "*"
+// (every service: use exportedToNamespace). The cost depends on the names
+// and their matches, not on the number of services.
+func (x *serviceIndex) candidatesFor(names []string, ns string) ([]*Service, bool) {
+	seen := map[string]bool{}
+	var hosts []string
+	for _, n := range names {
+		switch {
+		case n == "*":
+			return nil, false
+		case strings.HasPrefix(n, "*"):
+			for _, h := range x.withSuffix(n[1:]) {
+				if !seen[h] {
+					seen[h] = true
+					hosts = append(hosts, h)
+				}
+			}
+		case !seen[n]:
+			seen[n] = true
+			hosts = append(hosts, n)
+		}
+	}
+	var out []*Service
+	for _, h := range hosts {
+		for _, s := range x.byHostAll[h] {
+			if x.visible(s, ns) {
+				out = append(out, s)
+			}
+		}
+	}
+	// exportedToNamespace's order: privately exported services of ns
+	// itself, then of other namespaces, then public ones; oldest first
+	group := func(s *Service) int {
+		switch {
+		case x.visibilityOf[s].public:
+			return 2
+		case s.Attributes.Namespace == ns:
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(out, func(a, b *Service) int { return group(a) - group(b) })
+	return out, true
 }
 
 // compareServices orders services oldest first, then by hostname and

@@ -158,3 +158,9 @@ func (p *PushContext) DefaultSidecarScope(ns string) *SidecarScope {
 // Sidecars returns the Sidecar resources of a namespace, those with a
 // workload selector first (shared, read-only).
 func (p *PushContext) Sidecars(ns string) []*config.Config { return p.sidecars.byNamespace[ns] }
+
+// ComputeSidecarScope computes, without caching, the scope a Sidecar (nil:
+// the default one) gives proxies of namespace ns in this snapshot.
+func (p *PushContext) ComputeSidecarScope(sidecar *config.Config, ns string) *SidecarScope {
+	return computeScope(p.sidecars.in, sidecar, ns)
+}

@@ -402,6 +402,15 @@ func parseEgressHosts(hosts []string, ns string) importedHosts {
 	return out
 }
 
+// names are every imported host name, whatever its namespace.
+func (h importedHosts) names() []string {
+	var out []string
+	for _, l := range h {
+		out = append(out, l...)
+	}
+	return out
+}
+
 // matchService reports whether the hosts imported from the service's
 // namespace, else from any namespace, cover its hostname.
 func (h importedHosts) matchService(s *Service) bool {
@@ -446,7 +455,11 @@ func newEgressListener(in *scopeInputs, l *networking.IstioEgressListener, ns st
 	}
 	var imported []*Service
 	port := listenerMatchPort(l)
-	for _, s := range in.services.exportedToNamespace(ns) {
+	candidates, ok := in.services.candidatesFor(hosts.names(), ns)
+	if !ok {
+		candidates = in.services.exportedToNamespace(ns)
+	}
+	for _, s := range candidates {
 		if !hosts.matchService(s) {
 			continue
 		}
