@@ -171,7 +171,11 @@ func render(r Request) (*corev1.Pod, *corev1.Pod, error) {
 		if err := t.Execute(&buf, &data); err != nil {
 			return nil, nil, err
 		}
-		if templatePod, err = overlayYAML(templatePod, buf.Bytes()); err != nil {
+		js, err := renderedJSON(buf.Bytes())
+		if err != nil {
+			return nil, nil, fmt.Errorf("failed applying injection overlay: %v", err)
+		}
+		if templatePod, err = overlayJSON(templatePod, js); err != nil {
 			return nil, nil, fmt.Errorf("failed applying injection overlay: %v", err)
 		}
 		// a native sidecar renders under initContainers; a user's istio-proxy
@@ -181,7 +185,7 @@ func render(r Request) (*corev1.Pod, *corev1.Pod, error) {
 			merged = merged.DeepCopy()
 			merged.Spec.Containers, merged.Spec.InitContainers = moveContainer(merged.Spec.Containers, merged.Spec.InitContainers, ProxyContainerName)
 		}
-		if merged, err = overlayYAML(merged, buf.Bytes()); err != nil {
+		if merged, err = overlayJSON(merged, js); err != nil {
 			return nil, nil, fmt.Errorf("failed parsing generated injected YAML (check Istio sidecar injector configuration): %v", err)
 		}
 	}

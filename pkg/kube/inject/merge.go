@@ -24,11 +24,21 @@ var podPatchMeta = func() strategicpatch.LookupPatchMeta {
 	return m
 }()
 
-// overlayYAML strategic-merges a rendered template (YAML) over pod and
+// renderedJSON converts a rendered template (YAML) to JSON once; it is
+// merged into two pods.
+func renderedJSON(overlay []byte) ([]byte, error) {
+	js, err := yaml.YAMLToJSON(overlay)
+	if err != nil {
+		return nil, fmt.Errorf("strategic merge: %v", err)
+	}
+	return js, nil
+}
+
+// overlayJSON strategic-merges a rendered template (as JSON) over pod and
 // returns the result (new).
-func overlayYAML(pod *corev1.Pod, overlay []byte) (*corev1.Pod, error) {
+func overlayJSON(pod *corev1.Pod, overlay []byte) (*corev1.Pod, error) {
 	patch := map[string]any{}
-	if err := yaml.Unmarshal(overlay, &patch); err != nil {
+	if err := json.Unmarshal(overlay, &patch); err != nil {
 		return nil, fmt.Errorf("strategic merge: %v", err)
 	}
 	if patch == nil {

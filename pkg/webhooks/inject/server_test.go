@@ -23,7 +23,7 @@ import (
 	"github.com/meshplane/istiod/pkg/webhooks/inject"
 )
 
-func newWebhook(t *testing.T, cfg *kinject.Config, m *meshconfig.MeshConfig) *http.ServeMux {
+func newWebhook(t testing.TB, cfg *kinject.Config, m *meshconfig.MeshConfig) *http.ServeMux {
 	t.Helper()
 	wh, err := inject.New(inject.Options{
 		Config:         func() *kinject.Config { return cfg },
@@ -39,7 +39,7 @@ func newWebhook(t *testing.T, cfg *kinject.Config, m *meshconfig.MeshConfig) *ht
 	return mux
 }
 
-func post(t *testing.T, h http.Handler, path, contentType string, body []byte) *httptest.ResponseRecorder {
+func post(t testing.TB, h http.Handler, path, contentType string, body []byte) *httptest.ResponseRecorder {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	if contentType != "" {
