@@ -503,3 +503,29 @@ func pickOnePerHostname(services []*Service, ns string) []*Service {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Hostname < out[j].Hostname })
 	return out
 }
+
+// IngressListeners are the Sidecar's ingress listeners (nil: the ports of
+// the services that select the workload are its inbound ports).
+func (sc *SidecarScope) IngressListeners() []*networking.IstioIngressListener {
+	if sc == nil || sc.Sidecar == nil {
+		return nil
+	}
+	spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
+	return spec.GetIngress()
+}
+
+// InboundConnectionPool is the connection pool the Sidecar sets for an
+// inbound port: its ingress listener's, else inboundConnectionPool; nil
+// when it sets none.
+func (sc *SidecarScope) InboundConnectionPool(port int) *networking.ConnectionPoolSettings {
+	if sc == nil || sc.Sidecar == nil {
+		return nil
+	}
+	spec, _ := sc.Sidecar.Spec.(*networking.Sidecar)
+	for _, l := range spec.GetIngress() {
+		if int(l.GetPort().GetNumber()) == port && l.GetConnectionPool() != nil {
+			return l.GetConnectionPool()
+		}
+	}
+	return spec.GetInboundConnectionPool()
+}

@@ -341,3 +341,36 @@ func ApplyInboundPolicy(c *clusterv3.Cluster, dr *config.Config, servicePort int
 	}
 	md.Fields["config"] = stringValue("/apis/" + dr.GroupVersionKind.GroupVersion() + "/namespaces/" + dr.Namespace + "/destination-rule/" + dr.Name)
 }
+
+// ApplyInboundEndpoint sends an inbound cluster to a fixed endpoint (a
+// Sidecar ingress listener's defaultEndpoint): a STATIC cluster with that
+// one address, an IP and port or a unix:// path; the "magic" source
+// address is kept only for endpoints that iptables would capture
+// (anything but loopback).
+func ApplyInboundEndpoint(c *clusterv3.Cluster, address string, port int) {
+	var addr *core.Address
+	if path, ok := strings.CutPrefix(address, "unix://"); ok {
+		addr = &core.Address{Address: &core.Address_Pipe{Pipe: &core.Pipe{Path: path}}}
+	} else {
+		addr = &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+			Address: address, PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(port)}}}}
+	}
+	c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
+	c.LbPolicy = clusterv3.Cluster_ROUND_ROBIN
+	c.CleanupInterval = nil
+	c.LoadAssignment = &endpointv3.ClusterLoadAssignment{ClusterName: c.Name, Endpoints: []*endpointv3.LocalityLbEndpoints{{
+		LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: addr}}}}}}}
+	if address == "127.0.0.1" || address == "::1" || strings.HasPrefix(address, "unix://") {
+		c.UpstreamBindConfig = nil
+	}
+}
+
+// ApplyInboundConnectionPool replaces an inbound cluster's connection pool
+// with the Sidecar's (inboundConnectionPool, or the ingress listener's),
+// which wins over the DestinationRule's.
+func ApplyInboundConnectionPool(c *clusterv3.Cluster, cp *networking.ConnectionPoolSettings, proto protocol.Instance, m *meshconfig.MeshConfig) {
+	if cp == nil {
+		return
+	}
+	applyConnectionPool(c, cp, proto, meshConnectTimeout(m))
+}

@@ -128,6 +128,11 @@ type InboundTarget struct {
 	// one's port number.
 	Services    []*model.Service
 	ServicePort int
+	// Endpoint is where a Sidecar ingress listener's defaultEndpoint sends
+	// the port's traffic (an IP, or a unix:// path) and EndpointPort its
+	// port; empty: the original destination.
+	Endpoint     string
+	EndpointPort int
 }
 
 // BuildInbound builds virtualInbound, the one listener that depends on the

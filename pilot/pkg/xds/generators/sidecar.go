@@ -120,12 +120,18 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, svc, dr) }))
 	}
 	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
-	for _, t := range g.proxyTargets(proxy) {
+	sc := push.SidecarScope(proxy)
+	for _, t := range g.inboundTargets(push, proxy) {
 		c := cluster.BuildInbound(t.Port, t.Protocol, t.Services, m)
 		if len(t.Services) > 0 {
 			// the connection pool of the first service's rule bounds the
 			// server side too
 			cluster.ApplyInboundPolicy(c, destinationRule(push, proxy, t.Services[0]).Rule(), t.ServicePort, t.Protocol, m)
+		}
+		// the Sidecar's own connection pool wins over the rule's
+		cluster.ApplyInboundConnectionPool(c, sc.InboundConnectionPool(t.Port), t.Protocol, m)
+		if t.Endpoint != "" {
+			cluster.ApplyInboundEndpoint(c, t.Endpoint, t.EndpointPort)
 		}
 		out = append(out, c)
 	}
@@ -160,7 +166,7 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		return g.routerListeners(proxy, push), nil
 	}
 	tp := telemetryProxy(proxy)
-	opts := listener.Options{AllowAny: allowAny(push, proxy), Inbound: g.proxyTargets(proxy),
+	opts := listener.Options{AllowAny: allowAny(push, proxy), Inbound: g.inboundTargets(push, proxy),
 		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain(),
 		MTLS: authn.ProxyMTLS(push.PeerAuthentications(proxy), authn.MTLSOptions{RootNamespace: push.RootNamespace()}),
