@@ -106,20 +106,24 @@ func (r routeEntry) Equals(o routeEntry) bool {
 // baseVirtualService is one not yet merged VirtualService of a route.
 type baseVirtualService struct {
 	Source string // the route's entry key
+	// Group is what the merge key is within: the Gateway (namespace/name),
+	// or the namespace of mesh routes ("mesh/<namespace>").
+	Group  string
 	Key    string
 	Config config.Config
 }
 
-func (b baseVirtualService) ResourceName() string { return b.Source + "/" + b.Config.Name }
+func (b *baseVirtualService) ResourceName() string { return b.Source + "/" + b.Config.Name }
 
-func (b baseVirtualService) Equals(o baseVirtualService) bool {
-	return b.Source == o.Source && b.Key == o.Key && b.Config.Equals(o.Config)
+func (b *baseVirtualService) Equals(o *baseVirtualService) bool {
+	return b.Source == o.Source && b.Group == o.Group && b.Key == o.Key && b.Config.Equals(o.Config)
 }
 
-// mergeKey is one key VirtualServices merge by.
-type mergeKey struct{ Key string }
+// mergeGroup is a set of merge keys merged together (a Gateway's, or a
+// namespace's mesh routes).
+type mergeGroup struct{ Group string }
 
-func (m mergeKey) ResourceName() string { return m.Key }
+func (m mergeGroup) ResourceName() string { return m.Group }
 
 // attachmentEntry is a route attached to a listener.
 type attachmentEntry struct {
@@ -127,7 +131,7 @@ type attachmentEntry struct {
 	Attachment
 }
 
-func (a attachmentEntry) ResourceName() string {
+func (a *attachmentEntry) ResourceName() string {
 	return a.Route + "@" + a.Gateway.String() + "/" + a.Listener
 }
 

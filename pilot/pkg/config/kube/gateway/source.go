@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"strings"
+
+	istio "istio.io/api/networking/v1alpha3"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshplane/istiod/pilot/pkg/config/storeview"
@@ -170,29 +173,35 @@ func (s *Source) routeCollection(kind config.GroupVersionKind, c krt.Collection[
 // buildVirtualServices merges the HTTP and gRPC VirtualServices by key and
 // joins the TCP and TLS ones.
 func (s *Source) buildVirtualServices() krt.Collection[config.Config] {
-	base := krt.NewManyCollection(s.routes, func(_ krt.HandlerContext, r routeEntry) []baseVirtualService {
-		var out []baseVirtualService
+	// pointers: the merge scans these, and must not copy them
+	base := krt.NewManyCollection(s.routes, func(_ krt.HandlerContext, r routeEntry) []*baseVirtualService {
+		var out []*baseVirtualService
 		for _, vs := range r.Result.VirtualServices {
 			if vs.Key != "" {
-				out = append(out, baseVirtualService{Source: r.ResourceName(), Key: vs.Key, Config: vs.Config})
+				out = append(out, &baseVirtualService{Source: r.ResourceName(), Group: mergeGroupOf(vs), Key: vs.Key, Config: vs.Config})
 			}
 		}
 		return out
 	}, s.krtOpts("base-virtualservices")...)
-	keys := krt.NewManyCollection(base, func(_ krt.HandlerContext, b baseVirtualService) []mergeKey {
-		return []mergeKey{{Key: b.Key}}
-	}, s.krtOpts("merge-keys")...)
-	merged := krt.NewCollection(keys, func(ctx krt.HandlerContext, k mergeKey) *config.Config {
-		parts := krt.Fetch(ctx, base, krt.FilterGeneric(func(o any) bool { return o.(baseVirtualService).Key == k.Key }))
-		if len(parts) == 0 {
-			return nil
+	groups := krt.NewManyCollection(base, func(_ krt.HandlerContext, b *baseVirtualService) []mergeGroup {
+		return []mergeGroup{{Group: b.Group}}
+	}, s.krtOpts("merge-groups")...)
+	// merging by group rather than by key: a fetch per Gateway, not per key
+	merged := krt.NewManyCollection(groups, func(ctx krt.HandlerContext, g mergeGroup) []config.Config {
+		parts := krt.Fetch(ctx, base, krt.FilterGeneric(func(o any) bool { return o.(*baseVirtualService).Group == g.Group }))
+		byKey := map[string][]config.Config{}
+		var keys []string
+		for _, p := range parts {
+			if _, seen := byKey[p.Key]; !seen {
+				keys = append(keys, p.Key)
+			}
+			byKey[p.Key] = append(byKey[p.Key], p.Config)
 		}
-		cfgs := make([]config.Config, len(parts))
-		for i, p := range parts {
-			cfgs[i] = p.Config
+		out := make([]config.Config, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, MergeVirtualServices(k, byKey[k]))
 		}
-		vs := MergeVirtualServices(k.Key, cfgs)
-		return &vs
+		return out
 	}, s.krtOpts("merged-virtualservices")...)
 	l4 := krt.NewManyCollection(s.routes, func(_ krt.HandlerContext, r routeEntry) []config.Config {
 		var out []config.Config
@@ -206,6 +215,18 @@ func (s *Source) buildVirtualServices() krt.Collection[config.Config] {
 	return krt.JoinCollection([]krt.Collection[config.Config]{merged, l4}, s.krtOpts("virtualservices")...)
 }
 
+// mergeGroupOf is the group a merge key belongs to: the Gateway of a
+// listener's VirtualService, the namespace of a mesh one.
+func mergeGroupOf(vs KeyedVirtualService) string {
+	spec, _ := vs.Config.Spec.(*istio.VirtualService)
+	if gws := spec.GetGateways(); len(gws) == 1 && gws[0] != meshName {
+		ns, name, _ := strings.Cut(gws[0], "/")
+		gw, _, _ := strings.Cut(name, "~")
+		return ns + "/" + gw
+	}
+	return meshName + "/" + vs.Config.Namespace
+}
+
 // buildStatuses is the status of every input that is ours: classes, routes,
 // and Gateways with their listeners' attached routes counted.
 func (s *Source) buildStatuses() krt.Collection[ObjectStatus] {
@@ -216,10 +237,10 @@ func (s *Source) buildStatuses() krt.Collection[ObjectStatus] {
 		st := c.Status
 		return &st
 	}, s.krtOpts("class-status")...)
-	attached := krt.NewManyCollection(s.routes, func(_ krt.HandlerContext, r routeEntry) []attachmentEntry {
-		out := make([]attachmentEntry, 0, len(r.Result.Attachments))
+	attached := krt.NewManyCollection(s.routes, func(_ krt.HandlerContext, r routeEntry) []*attachmentEntry {
+		out := make([]*attachmentEntry, 0, len(r.Result.Attachments))
 		for _, a := range r.Result.Attachments {
-			out = append(out, attachmentEntry{Route: r.ResourceName(), Attachment: a})
+			out = append(out, &attachmentEntry{Route: r.ResourceName(), Attachment: a})
 		}
 		return out
 	}, s.krtOpts("attachments")...)
@@ -228,7 +249,7 @@ func (s *Source) buildStatuses() krt.Collection[ObjectStatus] {
 			return nil
 		}
 		var as []Attachment
-		for _, a := range krt.Fetch(ctx, attached, krt.FilterGeneric(func(o any) bool { return o.(attachmentEntry).Gateway == g.Gateway })) {
+		for _, a := range krt.Fetch(ctx, attached, krt.FilterGeneric(func(o any) bool { return o.(*attachmentEntry).Gateway == g.Gateway })) {
 			as = append(as, a.Attachment)
 		}
 		return &ObjectStatus{Kind: gvk.KubernetesGateway, Namespace: g.Gateway.Namespace, Name: g.Gateway.Name,
