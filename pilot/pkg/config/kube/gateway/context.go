@@ -152,10 +152,6 @@ func (k krtContext) Class(name string) *Class {
 	return ResolveClass(name, e.Class, true)
 }
 
-func (k krtContext) Namespace(name string) *NamespaceInfo {
-	return krt.FetchOne(k.ctx, k.s.in.Namespaces, krt.FilterKey(name))
-}
-
 func (k krtContext) Namespaces() []NamespaceInfo { return krt.Fetch(k.ctx, k.s.in.Namespaces) }
 
 func (k krtContext) Service(hostname, namespace string) *ServiceInfo {

@@ -16,7 +16,7 @@ import (
 // EndpointSlices, Namespaces, Secrets, ConfigMaps) from the client's shared
 // informers, which the client's Start starts.
 func AddKubeInputs(in *Inputs, client kube.Client, opts SourceOptions) error {
-	s := &Source{opts: opts}
+	s := opts
 	services, err := informer[*corev1.Service](client, gvr.Service, s, "informer/Services")
 	if err != nil {
 		return err
@@ -56,7 +56,7 @@ func AddKubeInputs(in *Inputs, client kube.Client, opts SourceOptions) error {
 	return nil
 }
 
-func informer[T any](client kube.Client, res schema.GroupVersionResource, s *Source, name string) (krt.Collection[T], error) {
+func informer[T any](client kube.Client, res schema.GroupVersionResource, s SourceOptions, name string) (krt.Collection[T], error) {
 	inf, err := client.Informer(res)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %s: %v", name, err)

@@ -74,8 +74,34 @@ func generic(t *testing.T, v any) any {
 // by field (lastTransitionTime aside).
 func TestReference(t *testing.T) {
 	dir := refdata.Dir(t, "gateways")
-	var docs []string
 	stored := readList(t, filepath.Join(dir, "real", "gatewayapi-status.json"))
+	out := gateway.Translate(referenceSnapshot(t, dir, stored), gateway.Options{DomainSuffix: domain})
+	compareConfigz(t, dir, out)
+	statuses := map[string]any{}
+	for _, s := range out.Statuses {
+		statuses[s.Kind.Kind+"/"+s.Namespace+"/"+s.Name] = withoutTimes(generic(t, s.Status))
+	}
+	for _, o := range stored {
+		meta := o["metadata"].(map[string]any)
+		ns, _ := meta["namespace"].(string)
+		key := o["kind"].(string) + "/" + ns + "/" + meta["name"].(string)
+		g, ok := statuses[key]
+		if !ok {
+			t.Errorf("%s: Istio wrote a status, we have none", key)
+			continue
+		}
+		if d := golden.Diff("status", g, withoutTimes(o["status"])); len(d) > 0 {
+			t.Errorf("%s: status differs from Istio's:\n%s", key, strings.Join(d, "\n"))
+		}
+	}
+}
+
+// referenceSnapshot is the Gateway API objects as stored (without the
+// status Istio wrote), the Services of the input, and the Service Istio
+// generated for Gateway edge (no endpoints: there were no pods).
+func referenceSnapshot(t *testing.T, dir string, stored []map[string]any) gateway.Snapshot {
+	t.Helper()
+	var docs []string
 	for _, o := range stored {
 		in := map[string]any{}
 		for k, v := range o {
@@ -94,7 +120,6 @@ func TestReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs = append(docs, string(services))
-	// the Service Istio generated for Gateway edge (no endpoints: no pods)
 	for _, o := range readList(t, filepath.Join(dir, "real", "generated-objects.json")) {
 		meta := o["metadata"].(map[string]any)
 		if o["kind"] == "Service" && meta["name"] == "edge-istio" {
@@ -102,8 +127,13 @@ func TestReference(t *testing.T) {
 			docs = append(docs, string(b))
 		}
 	}
-	out := gateway.Translate(loadSnapshot(t, []byte(strings.Join(docs, "\n---\n"))), gateway.Options{DomainSuffix: domain})
+	return loadSnapshot(t, []byte(strings.Join(docs, "\n---\n")))
+}
 
+// compareConfigz compares the synthetic objects with those of Istio's
+// configz.
+func compareConfigz(t *testing.T, dir string, out gateway.Output) {
+	t.Helper()
 	got := map[string]any{}
 	for _, c := range append(out.Gateways, out.VirtualServices...) {
 		k, err := crd.ConvertConfig(c)
@@ -144,23 +174,5 @@ func TestReference(t *testing.T) {
 	}
 	if synthetic != 2 {
 		t.Errorf("the reference has %d synthetic objects, want 2", synthetic)
-	}
-
-	statuses := map[string]any{}
-	for _, s := range out.Statuses {
-		statuses[s.Kind.Kind+"/"+s.Namespace+"/"+s.Name] = withoutTimes(generic(t, s.Status))
-	}
-	for _, o := range stored {
-		meta := o["metadata"].(map[string]any)
-		ns, _ := meta["namespace"].(string)
-		key := o["kind"].(string) + "/" + ns + "/" + meta["name"].(string)
-		g, ok := statuses[key]
-		if !ok {
-			t.Errorf("%s: Istio wrote a status, we have none", key)
-			continue
-		}
-		if d := golden.Diff("status", g, withoutTimes(o["status"])); len(d) > 0 {
-			t.Errorf("%s: status differs from Istio's:\n%s", key, strings.Join(d, "\n"))
-		}
 	}
 }

@@ -42,7 +42,6 @@ type Output struct {
 type snapshotContext struct {
 	classes    map[string]*Class
 	declared   map[string]bool
-	namespaces map[string]NamespaceInfo
 	nsList     []NamespaceInfo
 	services   map[string]*ServiceInfo // namespace/hostname
 	byHost     map[string][]string
@@ -56,7 +55,7 @@ type snapshotContext struct {
 var _ Context = (*snapshotContext)(nil)
 
 func newSnapshotContext(s Snapshot) *snapshotContext {
-	c := &snapshotContext{classes: map[string]*Class{}, declared: map[string]bool{}, namespaces: map[string]NamespaceInfo{},
+	c := &snapshotContext{classes: map[string]*Class{}, declared: map[string]bool{},
 		services: map[string]*ServiceInfo{}, byHost: map[string][]string{}, seHosts: map[string][]string{}, grants: map[string][]Grant{},
 		secrets: s.Secrets, configMaps: s.ConfigMaps, listeners: map[types.NamespacedName][]ParentInfo{}}
 	for _, gc := range s.GatewayClasses {
@@ -64,9 +63,6 @@ func newSnapshotContext(s Snapshot) *snapshotContext {
 		if cl, _ := ConvertClass(gc); cl != nil {
 			c.classes[gc.Name] = cl
 		}
-	}
-	for _, ns := range s.Namespaces {
-		c.namespaces[ns.Name] = ns
 	}
 	c.nsList = slices.SortedFunc(slices.Values(s.Namespaces), func(a, b NamespaceInfo) int { return cmp.Compare(a.Name, b.Name) })
 	add := func(svc ServiceInfo) {
@@ -96,13 +92,6 @@ func newSnapshotContext(s Snapshot) *snapshotContext {
 
 func (c *snapshotContext) Class(name string) *Class {
 	return ResolveClass(name, c.classes[name], c.declared[name])
-}
-
-func (c *snapshotContext) Namespace(name string) *NamespaceInfo {
-	if ns, ok := c.namespaces[name]; ok {
-		return &ns
-	}
-	return nil
 }
 
 func (c *snapshotContext) Namespaces() []NamespaceInfo { return c.nsList }

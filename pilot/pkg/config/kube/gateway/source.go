@@ -126,15 +126,18 @@ func NewSource(in Inputs, opts SourceOptions) *Source {
 	return s
 }
 
-func (s *Source) krtOpts(name string) []krt.CollectionOption {
-	o := []krt.CollectionOption{krt.WithName("gateway-api/" + name)}
-	if s.opts.Stop != nil {
-		o = append(o, krt.WithStop(s.opts.Stop))
+func (s *Source) krtOpts(name string) []krt.CollectionOption { return s.opts.krtOpts(name) }
+
+// krtOpts are the options of the collection name.
+func (o SourceOptions) krtOpts(name string) []krt.CollectionOption {
+	out := []krt.CollectionOption{krt.WithName("gateway-api/" + name)}
+	if o.Stop != nil {
+		out = append(out, krt.WithStop(o.Stop))
 	}
-	if s.opts.Krt != nil {
-		o = append(o, krt.WithDebugging(s.opts.Krt))
+	if o.Krt != nil {
+		out = append(out, krt.WithDebugging(o.Krt))
 	}
-	return o
+	return out
 }
 
 // withDefaults gives every missing input an empty collection.

@@ -23,8 +23,6 @@ type Context interface {
 	// GatewayClass of a known controller, or a builtin class that does not
 	// exist in the cluster), else nil.
 	Class(name string) *Class
-	// Namespace returns a namespace, nil when absent.
-	Namespace(name string) *NamespaceInfo
 	// Namespaces lists every namespace (for allowedRoutes selectors).
 	Namespaces() []NamespaceInfo
 	// Service returns the service of hostname defined in namespace (a
