@@ -9,12 +9,15 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/config/file"
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
+	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/analysis"
+	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/validation"
 )
 
 func newValidateCommand() *cobra.Command {
 	var files []string
-	var domain string
+	var domain, meshFile string
 	cmd := &cobra.Command{
 		Use:   "validate -f FILE|DIR ...",
 		Short: "Parse and validate configuration files offline",
@@ -22,14 +25,35 @@ func newValidateCommand() *cobra.Command {
 (recursively, *.yaml, *.yml, *.json; "-" reads standard input). Every error and
 warning is printed as "file:doc kind namespace/name: message". As istioctl
 validate, an object with an unknown field is rejected (the running istiod
-drops the field and says so on /debug/warningz). The exit code is 1 when any
-object is rejected, 0 otherwise.`,
+drops the field and says so on /debug/warningz). The valid objects are then
+analysed together as istiod analyses them (Sidecar and Telemetry checks with
+istioctl analyze's IST codes, and ours); each finding is printed as
+"analysis: <level> [<code>] (<kind> <namespace>/<name>) <message>" and counted
+as a warning. The exit code is 1 when any object is rejected, 0 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
 				return fmt.Errorf("at least one -f FILE|DIR is required")
 			}
+			m := mesh.DefaultMeshConfig()
+			if meshFile != "" {
+				b, err := os.ReadFile(meshFile)
+				if err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "error:", err)
+					return exitError{code: 1}
+				}
+				if m, _, err = mesh.ApplyMeshConfig(string(b), m); err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "error: --meshConfig:", err)
+					return exitError{code: 1}
+				}
+			}
 			res, err := validateInputs(files, domain, cmd.InOrStdin(), cmd.OutOrStdout())
+			if err == nil {
+				for _, msg := range analysis.Analyze(res.configs, m) {
+					fmt.Fprintf(cmd.OutOrStdout(), "analysis: %s\n", msg)
+					res.warnings++
+				}
+			}
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "error:", err)
 				return exitError{code: 1}
@@ -44,11 +68,14 @@ object is rejected, 0 otherwise.`,
 	}
 	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "file or directory to validate (repeatable, \"-\" for stdin)")
 	cmd.Flags().StringVar(&domain, "domain", "cluster.local", "DNS domain suffix")
+	cmd.Flags().StringVar(&meshFile, "meshConfig", "", "mesh config file the analysis uses (default: the mesh defaults)")
 	return cmd
 }
 
 type validateResult struct {
 	valid, rejected, warnings, unknown int
+	// configs are the valid objects, for the analysis
+	configs []config.Config
 }
 
 func validateInputs(paths []string, domain string, stdin io.Reader, out io.Writer) (validateResult, error) {
@@ -89,6 +116,9 @@ func validateInputs(paths []string, domain string, stdin io.Reader, out io.Write
 				res.unknown++
 			default:
 				res.valid++
+				if d.Config != nil {
+					res.configs = append(res.configs, *d.Config)
+				}
 			}
 		}
 	}
