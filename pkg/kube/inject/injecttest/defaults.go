@@ -168,11 +168,11 @@ func volumeDefaults(v *corev1.Volume) {
 // qosClass is the pod's QoS class from its containers' resources.
 func qosClass(s *corev1.PodSpec) corev1.PodQOSClass {
 	all := append(append([]corev1.Container{}, s.InitContainers...), s.Containers...)
-	any, guaranteed := false, true
+	hasResources, guaranteed := false, true
 	for _, c := range all {
 		r := c.Resources
 		if len(r.Requests) > 0 || len(r.Limits) > 0 {
-			any = true
+			hasResources = true
 		}
 		for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 			l, okL := r.Limits[n]
@@ -183,7 +183,7 @@ func qosClass(s *corev1.PodSpec) corev1.PodQOSClass {
 		}
 	}
 	switch {
-	case !any:
+	case !hasResources:
 		return corev1.PodQOSBestEffort
 	case guaranteed:
 		return corev1.PodQOSGuaranteed
