@@ -53,6 +53,10 @@ as a warning. The exit code is 1 when any object is rejected, 0 otherwise.`,
 					fmt.Fprintf(cmd.OutOrStdout(), "analysis: %s\n", msg)
 					res.warnings++
 				}
+				for _, msg := range ignoredPolicies(res.configs, m) {
+					fmt.Fprintf(cmd.OutOrStdout(), "analysis: %s\n", msg)
+					res.warnings++
+				}
 			}
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "error:", err)

@@ -109,3 +109,39 @@ func TestVersion(t *testing.T) {
 		t.Errorf("exit %d output %q", code, out)
 	}
 }
+
+// istiod validate lists the policies Istio would accept and ignore, as
+// istiod lists them on /debug/warningz.
+func TestValidateListsIgnoredPolicies(t *testing.T) {
+	dir := t.TempDir()
+	in := `apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: root-selector, namespace: istio-system}
+spec:
+  selector: {matchLabels: {app: x}}
+  mtls: {mode: STRICT}
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: ext, namespace: ns}
+spec:
+  action: CUSTOM
+  provider: {name: nope}
+  rules: [{}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "", "validate", "-f", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		`analysis: Warning [custom_provider_not_ext_authz] (AuthorizationPolicy ns/ext spec.provider.name) mesh config extensionProviders has no provider "nope"`,
+		`analysis: Warning [peer_authentication_selector_in_root_namespace] (PeerAuthentication istio-system/root-selector spec.selector)`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
