@@ -76,6 +76,10 @@ type Mesh struct {
 	// Later marks inputs applied after the others: their Istio objects
 	// are created a minute later (creation time orders EnvoyFilters).
 	Later map[string]bool
+	// Synthetic is a configz file (a JSON array of objects) whose
+	// internally generated Istio objects (annotated internal.istio.io/
+	// parents: those Istio derived from the Gateway API) are inputs too.
+	Synthetic string
 	// ClusterIPs are the addresses the reference run's API server gave
 	// Services whose input names none, by "namespace/name" (the fake
 	// clientset allocates nothing).
@@ -95,7 +99,8 @@ var Extensions = Mesh{Dir: "extensions", Inputs: []string{"input/bookinfo.yaml",
 // Services and Gateways of input/gateways.yaml, plus the objects Istio
 // generated for the Gateway API Gateway (its Service is visible to every
 // proxy). No mesh file: mesh defaults.
-var Gateways = Mesh{Dir: "gateways", Inputs: []string{"input/gateways.yaml"}, Lists: []string{"real/generated-objects.json"}}
+var Gateways = Mesh{Dir: "gateways", Inputs: []string{"input/gateways.yaml"}, Lists: []string{"real/generated-objects.json"},
+	Synthetic: "real/configz.json"}
 
 // Bookinfo is the bookinfo reference mesh.
 var Bookinfo = Mesh{Dir: "bookinfo", Inputs: []string{"input/bookinfo.yaml"}}
@@ -146,6 +151,13 @@ func (m Mesh) input(t testing.TB) ([]kruntime.Object, []config.Config) {
 				cfgs[i] = c
 				continue
 			}
+			cfgIndex[k] = len(cfgs)
+			cfgs = append(cfgs, c)
+		}
+	}
+	if m.Synthetic != "" {
+		for _, c := range syntheticConfigs(t, m.ReadFile(t, m.Synthetic)) {
+			k := c.GroupVersionKind.String() + "/" + c.Namespace + "/" + c.Name
 			cfgIndex[k] = len(cfgs)
 			cfgs = append(cfgs, c)
 		}
@@ -312,3 +324,34 @@ func listItems(t testing.TB, data []byte) []kruntime.Object {
 
 // referenceEpoch is the creation time of reference inputs that give none.
 var referenceEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// syntheticConfigs parses the objects of a configz dump that Istio derived
+// itself (annotation internal.istio.io/parents).
+func syntheticConfigs(t testing.TB, data []byte) []config.Config {
+	t.Helper()
+	var objs []map[string]any
+	if err := json.Unmarshal(data, &objs); err != nil {
+		t.Fatal(err)
+	}
+	var out []config.Config
+	for _, o := range objs {
+		md, _ := o["metadata"].(map[string]any)
+		ann, _ := md["annotations"].(map[string]any)
+		if _, ok := ann["internal.istio.io/parents"]; !ok {
+			continue
+		}
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range crd.Parse(b, crd.Options{Schemas: collections.Pilot, Domain: "cluster.local"}) {
+			if d.Err != nil {
+				t.Fatal(d.Err)
+			}
+			if d.Config != nil {
+				out = append(out, *d.Config)
+			}
+		}
+	}
+	return out
+}
