@@ -40,6 +40,8 @@ var goldenCases = []goldenCase{
 	{name: "gateway-servers", nodeID: "router~10.244.9.1~ingress-abc.istio-system~istio-system.svc.cluster.local", ns: "istio-system",
 		labels: map[string]any{"istio": "ingressgateway"}, routes: []string{"http.80", "https.443.https.edge.shop", "https.443.https-admin.edge.shop"}},
 	{name: "bookinfo", nodeID: "sidecar~10.244.0.10~productpage-v1.bookinfo~bookinfo.svc.cluster.local", ns: "bookinfo", routes: []string{"9080"}},
+	{name: "gateway-policy", nodeID: "router~10.244.9.1~ingress-abc.istio-system~istio-system.svc.cluster.local", ns: "istio-system",
+		labels: map[string]any{"istio": "ingressgateway"}, routes: []string{"http.80"}},
 	{name: "sidecar-ingress", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"}},
 	{name: "registry-only", nodeID: "sidecar~10.1.0.9~client.app~app.svc.cluster.local", ns: "app",
 		mesh: func(m *meshconfig.MeshConfig) {
