@@ -58,6 +58,10 @@ type PolicyReport struct {
 	// HTTP and TCP chains, in filter order.
 	HTTPFilters []FilterReport `json:"httpFilters"`
 	TCPFilters  []FilterReport `json:"tcpFilters"`
+	// ProxylessFilters are, for a proxyless gRPC server (node metadata
+	// GENERATOR grpc), the RBAC filters of its server listeners: the
+	// policies as grpc-go enforces them, which differ from Envoy's.
+	ProxylessFilters []FilterReport `json:"proxylessFilters,omitempty"`
 	// Warnings are the translation warnings of the proxy's policies.
 	Warnings []PolicyWarning `json:"warnings"`
 	// Problems are what /debug/warningz says about the proxy's policies.
@@ -196,6 +200,11 @@ func (g *SidecarGenerators) PolicyReport(push *model.PushContext, proxy *model.P
 	}
 	for _, f := range t.All() {
 		out.TCPFilters = append(out.TCPFilters, describeFilter(f.GetName(), f.GetTypedConfig()))
+	}
+	if proxy.Metadata != nil && proxy.Metadata.Generator == GRPCGenerator {
+		for _, f := range g.grpcServerRBAC(push, proxy) {
+			out.ProxylessFilters = append(out.ProxylessFilters, describeFilter(f.GetName(), f.GetTypedConfig()))
+		}
 	}
 	out.AuthorizationPolicies = authorizationReport(aps, root, out.HTTPFilters, out.TCPFilters)
 	out.Warnings = mergeWarnings(h.Warnings, t.Warnings)

@@ -272,3 +272,29 @@ func TestSupportedConditionKeyMatchesAuthz(t *testing.T) {
 		}
 	}
 }
+
+// A proxyless gRPC server's report carries the RBAC filters of its server
+// listeners, as grpc-go gets them; a sidecar's does not.
+func TestPolicyReportProxyless(t *testing.T) {
+	env, gens := policyEnv(t)
+	push := model.InitContext(env, nil, nil)
+	if r := gens.PolicyReport(push, productpageProxy()); r.ProxylessFilters != nil {
+		t.Errorf("sidecar has proxyless filters %+v", r.ProxylessFilters)
+	}
+	p := productpageProxy()
+	p.Metadata = &model.NodeMetadata{Generator: generators.GRPCGenerator}
+	r := gens.PolicyReport(push, p)
+	if len(r.ProxylessFilters) == 0 {
+		t.Fatal("proxyless server without RBAC filters")
+	}
+	var rules []string
+	for _, f := range r.ProxylessFilters {
+		if !strings.HasPrefix(f.Name, "envoy.filters.http.rbac") {
+			t.Errorf("proxyless filter %s", f.Name)
+		}
+		rules = append(rules, f.Rules...)
+	}
+	if !slices.Contains(rules, "ns[bookinfo]-policy[allow]-rule[0]") && !slices.Contains(rules, "bookinfo-allow-0") {
+		t.Errorf("proxyless rules %q lack the ALLOW policy's rule", rules)
+	}
+}
