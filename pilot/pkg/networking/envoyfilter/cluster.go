@@ -107,10 +107,9 @@ func (s *session) mergeCluster(p *patch, c *clusterv3.Cluster) (*clusterv3.Clust
 	if pts == nil {
 		return mergeWhole(s, p, res, c)
 	}
-	next := clone(c)
-	var ts *core.TransportSocket
-	if len(next.GetTransportSocketMatches()) > 0 {
-		i := slices.IndexFunc(next.GetTransportSocketMatches(), func(m *clusterv3.Cluster_TransportSocketMatch) bool {
+	next := shallow(c)
+	if matches := c.GetTransportSocketMatches(); len(matches) > 0 {
+		i := slices.IndexFunc(matches, func(m *clusterv3.Cluster_TransportSocketMatch) bool {
 			return m.GetTransportSocket() != nil && m.GetTransportSocket().GetName() == pts.GetName()
 		})
 		if i < 0 {
@@ -118,34 +117,55 @@ func (s *session) mergeCluster(p *patch, c *clusterv3.Cluster) (*clusterv3.Clust
 				"(Istio ignores the patch)", pts.GetName())
 			return c, false
 		}
-		ts = next.GetTransportSocketMatches()[i].GetTransportSocket()
-	} else if next.GetTransportSocket().GetName() == pts.GetName() && next.GetTransportSocket() != nil {
-		ts = next.GetTransportSocket()
-	}
-	if ts == nil {
-		if !s.wholeSocket(p, res) {
+		ts, ok := s.mergeSocket(p, res, matches[i].GetTransportSocket())
+		if !ok {
 			return c, false
 		}
-		next.TransportSocket = clone(pts)
-		if err := next.ValidateAll(); err != nil {
-			s.drop(p, res, "the result is not a valid %s: %v", next.ProtoReflect().Descriptor().FullName(), err)
-			return c, false
-		}
+		matches = slices.Clone(matches)
+		m := shallow(matches[i])
+		m.TransportSocket = ts
+		matches[i] = m
+		next.TransportSocketMatches = matches
 		return next, true
 	}
-	if ts.GetTypedConfig() != nil && pts.GetTypedConfig() != nil {
-		merged, m, err := mergeTyped(ts.GetTypedConfig(), p.merged)
-		if err != nil {
-			s.drop(p, res, "transport socket not merged: %v", err)
+	if ts := c.GetTransportSocket(); ts != nil && ts.GetName() == pts.GetName() {
+		merged, ok := s.mergeSocket(p, res, ts)
+		if !ok {
 			return c, false
 		}
-		if err := validateShallow(m); err != nil {
-			s.drop(p, res, "the merged transport socket is not a valid %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
-			return c, false
-		}
-		ts.ConfigType = &core.TransportSocket_TypedConfig{TypedConfig: merged}
+		next.TransportSocket = merged
+		return next, true
+	}
+	if !s.wholeSocket(p, res) {
+		return c, false
+	}
+	next.TransportSocket = pts
+	if err := next.ValidateAll(); err != nil {
+		s.drop(p, res, "the result is not a valid %s: %v", next.ProtoReflect().Descriptor().FullName(), err)
+		return c, false
 	}
 	return next, true
+}
+
+// mergeSocket merges the typed_config of a MERGE value's transport socket
+// into a copy of ts (when both have one).
+func (s *session) mergeSocket(p *patch, res string, ts *core.TransportSocket) (*core.TransportSocket, bool) {
+	if ts.GetTypedConfig() == nil || p.merged == nil {
+		return ts, true
+	}
+	merged, m, err := mergeTyped(ts.GetTypedConfig(), p.merged)
+	if err != nil {
+		// Istio skips the patch (or panics, on a type mismatch)
+		s.drop(p, res, "transport socket not merged: %v", err)
+		return nil, false
+	}
+	if err := validateShallow(m); err != nil {
+		s.drop(p, res, "the merged transport socket is not a valid %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
+		return nil, false
+	}
+	out := shallow(ts)
+	out.ConfigType = &core.TransportSocket_TypedConfig{TypedConfig: merged}
+	return out, true
 }
 
 // clusterMatch checks the cluster part of a match: the name alone when

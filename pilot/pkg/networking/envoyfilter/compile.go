@@ -51,6 +51,11 @@ type patch struct {
 	// merged is the decoded typed_config a MERGE merges into the target's
 	// (the filter's, or the transport socket's), nil when there is none.
 	merged proto.Message
+	// The filter parts of a listener match, read once: the network filter
+	// (hasFilter: a filter match is present, its name compared as is) and
+	// the HTTP filter (sub filter) it names.
+	hasFilter, hasSubFilter   bool
+	filterName, subFilterName string
 	// version is the compiled proxyVersion regex (nil: no version match);
 	// noVersion marks a version match Istio refuses to compile (too long),
 	// which matches no proxy.
@@ -102,6 +107,12 @@ func (f *Filter) compilePatch(i int, cp *networking.EnvoyFilter_EnvoyConfigObjec
 	p := &patch{filter: f, index: i, applyTo: cp.GetApplyTo(), op: cp.GetPatch().GetOperation(), match: cp.GetMatch()}
 	if p.match == nil {
 		p.match = &networking.EnvoyFilter_EnvoyConfigObjectMatch{Context: networking.EnvoyFilter_ANY}
+	}
+	if fm := p.match.GetListener().GetFilterChain().GetFilter(); fm != nil {
+		p.hasFilter, p.filterName = true, fm.GetName()
+		if sub := fm.GetSubFilter(); sub != nil {
+			p.hasSubFilter, p.subFilterName = true, sub.GetName()
+		}
 	}
 	value, strictErr, err := decodeValue(p.applyTo, cp.GetPatch().GetValue())
 	if err != nil {

@@ -59,7 +59,7 @@ func conflictProblem(ps *Patches, a, b *patch, why string) Problem {
 	if ctx == networking.EnvoyFilter_ANY {
 		ctx = a.match.GetContext()
 	}
-	msg := fmt.Sprintf("order-dependent with patch %d of EnvoyFilter %s/%s: %s (%s, %s). Both have priority %d, "+
+	msg := fmt.Sprintf("order-dependent with patch %d of EnvoyFilter %s/%s: %s (applyTo %s, context %s). Both have priority %d, "+
 		"so their order is decided by %s, and recreating either can change the result; set spec.priority to order them",
 		a.index, a.filter.Namespace, a.filter.Name, why, b.applyTo, ctx, b.filter.Priority, decided)
 	return Problem{Severity: diag.Warning, Namespace: b.filter.Namespace, Name: b.filter.Name, Patch: b.index, Message: msg}
@@ -128,9 +128,9 @@ func listAnchor(p *patch) (string, bool) {
 		n := p.match.GetListener().GetListenerFilter()
 		return n, n != ""
 	case networking.EnvoyFilter_NETWORK_FILTER:
-		return p.match.GetListener().GetFilterChain().GetFilter().GetName(), hasFilterMatch(p)
+		return p.filterName, p.hasFilter
 	case networking.EnvoyFilter_HTTP_FILTER:
-		return p.match.GetListener().GetFilterChain().GetFilter().GetSubFilter().GetName(), hasHTTPFilterMatch(p)
+		return p.subFilterName, p.hasSubFilter
 	case networking.EnvoyFilter_HTTP_ROUTE:
 		return p.match.GetRouteConfiguration().GetVhost().GetRoute().GetName(), hasRouteMatch(p)
 	}

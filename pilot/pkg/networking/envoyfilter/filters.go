@@ -27,21 +27,18 @@ func (s *session) patchNetworkFilters(ctx networking.EnvoyFilter_PatchContext, l
 		}
 		var c bool
 		v, _ := p.value.(*listenerv3.Filter) // nil for REMOVE
-		list, c = listOp(list, p.op, v, hasFilterMatch(p), func(f *listenerv3.Filter) bool {
-			return networkFilterMatch(f, p)
-		})
+		list, c = listOp(list, changed, p.op, v, p.hasFilter, func(f *listenerv3.Filter) bool { return networkFilterMatch(f.GetName(), p) })
 		changed = changed || c
 	}
-	copied := changed
 	for i, f := range list {
 		nf := s.patchNetworkFilter(ctx, l, fc, f, res)
 		if nf == f {
 			continue
 		}
-		if !copied {
-			list, copied = slices.Clone(list), true
+		if !changed {
+			list, changed = slices.Clone(list), true
 		}
-		list[i], changed = nf, true
+		list[i] = nf
 	}
 	return list, changed
 }
@@ -53,31 +50,33 @@ func (s *session) patchNetworkFilters(ctx networking.EnvoyFilter_PatchContext, l
 func (s *session) patchNetworkFilter(ctx networking.EnvoyFilter_PatchContext, l *listenerv3.Listener,
 	fc *listenerv3.FilterChain, f *listenerv3.Filter, res string,
 ) *listenerv3.Filter {
-	cur := f
-	for _, p := range s.ps.list(ctx, networking.EnvoyFilter_NETWORK_FILTER) {
-		if p.op != networking.EnvoyFilter_Patch_MERGE || !listenerMatch(l, p) || !filterChainMatch(l, fc, p) ||
-			!networkFilterMatch(cur, p) || cur.GetTypedConfig() == nil {
-			continue
-		}
-		user := p.value.(*listenerv3.Filter)
-		tc := cur.GetTypedConfig()
-		if user.GetTypedConfig() != nil {
-			var ok bool
-			if tc, ok = s.mergeFilterConfig(p, res+" filter "+cur.GetName(), tc); !ok {
+	name := f.GetName()
+	if f.GetTypedConfig() != nil {
+		tc := &typedConfig{orig: f.GetTypedConfig()}
+		renamed := false
+		for _, p := range s.ps.list(ctx, networking.EnvoyFilter_NETWORK_FILTER) {
+			if p.op != networking.EnvoyFilter_Patch_MERGE || !networkFilterMatch(name, p) || !listenerMatch(l, p) || !filterChainMatch(l, fc, p) {
 				continue
 			}
+			user := p.value.(*listenerv3.Filter)
+			if user.GetTypedConfig() != nil && !s.mergeTypedConfig(p, res+" filter "+name, tc) {
+				continue
+			}
+			if user.GetName() != "" {
+				name, renamed = user.GetName(), true
+			}
 		}
-		next := shallow(cur)
-		if user.GetName() != "" {
-			next.Name = user.GetName()
+		if renamed || tc.changed {
+			nf := shallow(f)
+			nf.Name = name
+			nf.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: tc.result()}
+			f = nf
 		}
-		next.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: tc}
-		cur = next
 	}
-	if cur.GetName() == httpConnectionManager {
-		cur = s.patchHTTPFilters(ctx, l, fc, cur, res)
+	if name == httpConnectionManager {
+		f = s.patchHTTPFilters(ctx, l, fc, f, res)
 	}
-	return cur
+	return f
 }
 
 // patchHTTPFilters applies the HTTP_FILTER patches to a connection
@@ -89,7 +88,7 @@ func (s *session) patchHTTPFilters(ctx networking.EnvoyFilter_PatchContext, l *l
 ) *listenerv3.Filter {
 	var ps []*patch
 	for _, p := range s.ps.list(ctx, networking.EnvoyFilter_HTTP_FILTER) {
-		if listenerMatch(l, p) && filterChainMatch(l, fc, p) && networkFilterMatch(f, p) {
+		if networkFilterMatch(f.GetName(), p) && listenerMatch(l, p) && filterChainMatch(l, fc, p) {
 			ps = append(ps, p)
 		}
 	}
@@ -100,6 +99,7 @@ func (s *session) patchHTTPFilters(ctx networking.EnvoyFilter_PatchContext, l *l
 	if err := f.GetTypedConfig().UnmarshalTo(h); err != nil {
 		return f
 	}
+	// h was decoded for this call: its list is ours
 	list, changed := h.GetHttpFilters(), false
 	for _, p := range ps {
 		if p.op == networking.EnvoyFilter_Patch_MERGE {
@@ -107,19 +107,13 @@ func (s *session) patchHTTPFilters(ctx networking.EnvoyFilter_PatchContext, l *l
 		}
 		var c bool
 		v, _ := p.value.(*hcm.HttpFilter) // nil for REMOVE
-		list, c = listOp(list, p.op, v, hasHTTPFilterMatch(p), func(hf *hcm.HttpFilter) bool {
-			return httpFilterMatch(hf, p)
-		})
+		list, c = listOp(list, true, p.op, v, p.hasSubFilter, func(hf *hcm.HttpFilter) bool { return httpFilterMatch(hf.GetName(), p) })
 		changed = changed || c
 	}
 	for i, hf := range list {
-		nhf := s.mergeHTTPFilter(ps, hf, res)
-		if nhf == hf {
-			continue
+		if nhf := s.mergeHTTPFilter(ps, hf, res); nhf != hf {
+			list[i], changed = nhf, true
 		}
-		// h was decoded for this call: its list is ours, unless a
-		// structural patch built a new one (also ours).
-		list[i], changed = nhf, true
 	}
 	if !changed {
 		return f
@@ -134,42 +128,38 @@ func (s *session) patchHTTPFilters(ctx networking.EnvoyFilter_PatchContext, l *l
 // filter: its name, and its typed_config merged (a filter without one is
 // left alone).
 func (s *session) mergeHTTPFilter(ps []*patch, hf *hcm.HttpFilter, res string) *hcm.HttpFilter {
-	cur := hf
+	if hf.GetTypedConfig() == nil {
+		return hf
+	}
+	name, renamed := hf.GetName(), false
+	tc := &typedConfig{orig: hf.GetTypedConfig()}
 	for _, p := range ps {
-		if p.op != networking.EnvoyFilter_Patch_MERGE || !httpFilterMatch(cur, p) || cur.GetTypedConfig() == nil {
+		if p.op != networking.EnvoyFilter_Patch_MERGE || !httpFilterMatch(name, p) {
 			continue
 		}
 		user := p.value.(*hcm.HttpFilter)
-		tc := cur.GetTypedConfig()
-		if user.GetTypedConfig() != nil {
-			var ok bool
-			if tc, ok = s.mergeFilterConfig(p, res+" http filter "+cur.GetName(), tc); !ok {
-				continue
-			}
+		if user.GetTypedConfig() != nil && !s.mergeTypedConfig(p, res+" http filter "+name, tc) {
+			continue
 		}
-		next := shallow(cur)
 		if user.GetName() != "" {
-			next.Name = user.GetName()
+			name, renamed = user.GetName(), true
 		}
-		next.ConfigType = &hcm.HttpFilter_TypedConfig{TypedConfig: tc}
-		cur = next
 	}
-	return cur
+	if !renamed && !tc.changed {
+		return hf
+	}
+	out := shallow(hf)
+	out.Name = name
+	out.ConfigType = &hcm.HttpFilter_TypedConfig{TypedConfig: tc.result()}
+	return out
 }
 
-// hasFilterMatch: the patch names a network filter (Istio checks that the
-// filter match is present; its name is then compared as is, even empty).
-func hasFilterMatch(p *patch) bool { return p.match.GetListener().GetFilterChain().GetFilter() != nil }
+// networkFilterMatch: the patch names no network filter, or this one (a
+// filter match without a name matches filters without a name).
+func networkFilterMatch(name string, p *patch) bool { return !p.hasFilter || p.filterName == name }
 
-func networkFilterMatch(f *listenerv3.Filter, p *patch) bool {
-	return !hasFilterMatch(p) || p.match.GetListener().GetFilterChain().GetFilter().GetName() == f.GetName()
-}
-
-// hasHTTPFilterMatch: the patch names an HTTP filter (a sub filter).
-func hasHTTPFilterMatch(p *patch) bool {
-	return hasFilterMatch(p) && p.match.GetListener().GetFilterChain().GetFilter().GetSubFilter() != nil
-}
-
-func httpFilterMatch(hf *hcm.HttpFilter, p *patch) bool {
-	return !hasHTTPFilterMatch(p) || p.match.GetListener().GetFilterChain().GetFilter().GetSubFilter().GetName() == hf.GetName()
+// httpFilterMatch: the patch names no HTTP filter (sub filter), or this
+// one.
+func httpFilterMatch(name string, p *patch) bool {
+	return !p.hasFilter || !p.hasSubFilter || p.subFilterName == name
 }

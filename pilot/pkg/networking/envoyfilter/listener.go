@@ -131,7 +131,7 @@ func (s *session) patchListenerFilters(ctx networking.EnvoyFilter_PatchContext, 
 		value, _ := p.value.(*listenerv3.ListenerFilter) // nil for REMOVE
 		if p.op != networking.EnvoyFilter_Patch_MERGE {
 			var c bool
-			list, c = listOp(list, p.op, value, name != "", match)
+			list, c = listOp(list, changed, p.op, value, name != "", match)
 			changed = changed || c
 			continue
 		}
@@ -265,20 +265,12 @@ func (s *session) mergeFilterChain(p *patch, res string, fc *listenerv3.FilterCh
 		}
 		return mergeWhole(s, p, res, fc)
 	}
-	next := clone(fc)
-	if ts.GetTypedConfig() != nil && pts.GetTypedConfig() != nil {
-		merged, m, err := mergeTyped(ts.GetTypedConfig(), p.merged)
-		if err != nil {
-			// Istio skips the patch (or fails on a type mismatch)
-			s.drop(p, res, "transport socket not merged: %v", err)
-			return fc, false
-		}
-		if err := validateShallow(m); err != nil {
-			s.drop(p, res, "the merged transport socket is not a valid %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
-			return fc, false
-		}
-		next.TransportSocket.ConfigType = &core.TransportSocket_TypedConfig{TypedConfig: merged}
+	merged, ok := s.mergeSocket(p, res, ts)
+	if !ok {
+		return fc, false
 	}
+	next := shallow(fc)
+	next.TransportSocket = merged
 	return next, true
 }
 

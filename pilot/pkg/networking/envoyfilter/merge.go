@@ -17,9 +17,12 @@ import (
 // set in src replace dst's; messages merge recursively, except
 // google.protobuf.Duration, which src replaces whole; lists are appended
 // to (MERGE_AND_REPLACE_LIST replaces a list src sets); map entries of src
-// replace dst's entries of the same key. dst must be the caller's own
-// (deep) copy: nested messages are modified in place. Nothing of src is
-// aliased into dst.
+// replace dst's entries of the same key.
+//
+// dst must be the caller's own message, but what it holds may be shared
+// (a shallow copy): mergeInto never writes into a nested message, list or
+// map of dst; it replaces each one it changes with a new one that shares
+// the unchanged elements. Nothing of src is aliased into dst.
 func mergeInto(op networking.EnvoyFilter_Patch_Operation, dst, src proto.Message) error {
 	d, s := dst.ProtoReflect(), src.ProtoReflect()
 	if d.Descriptor().FullName() != s.Descriptor().FullName() {
@@ -35,26 +38,44 @@ func mergeMessage(dst, src protoreflect.Message, replaceList bool) {
 	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		switch {
 		case fd.IsList():
-			l := dst.Mutable(fd).List()
-			if replaceList {
-				l.Truncate(0)
+			l := dst.NewField(fd).List()
+			if !replaceList && dst.Has(fd) {
+				old := dst.Get(fd).List()
+				for i := 0; i < old.Len(); i++ {
+					l.Append(old.Get(i))
+				}
 			}
 			sl := v.List()
 			for i := 0; i < sl.Len(); i++ {
 				l.Append(copyValue(fd, sl.Get(i), l.NewElement, replaceList))
 			}
+			dst.Set(fd, protoreflect.ValueOfList(l))
 		case fd.IsMap():
-			m := dst.Mutable(fd).Map()
+			m := dst.NewField(fd).Map()
+			if dst.Has(fd) {
+				dst.Get(fd).Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+					m.Set(k, mv)
+					return true
+				})
+			}
 			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
 				m.Set(k, copyValue(fd.MapValue(), mv, m.NewValue, replaceList))
 				return true
 			})
+			dst.Set(fd, protoreflect.ValueOfMap(m))
 		case fd.Message() != nil:
 			if fd.Message().FullName() == durationName {
 				dst.Set(fd, protoreflect.ValueOfMessage(proto.Clone(v.Message().Interface()).ProtoReflect()))
 				return true
 			}
-			mergeMessage(dst.Mutable(fd).Message(), v.Message(), replaceList)
+			var child protoreflect.Message
+			if dst.Has(fd) {
+				child = shallowMessage(dst.Get(fd).Message())
+			} else {
+				child = dst.NewField(fd).Message()
+			}
+			mergeMessage(child, v.Message(), replaceList)
+			dst.Set(fd, protoreflect.ValueOfMessage(child))
 		case fd.Kind() == protoreflect.BytesKind:
 			dst.Set(fd, protoreflect.ValueOfBytes(append([]byte{}, v.Bytes()...)))
 		default:
@@ -99,8 +120,9 @@ func mergeTyped(dst *anypb.Any, src proto.Message) (*anypb.Any, proto.Message, e
 // shallow returns a new message whose fields are m's: nested messages and
 // lists are shared with m, so the copy's lists must be replaced, never
 // modified in place.
-func shallow[T proto.Message](m T) T {
-	src := m.ProtoReflect()
+func shallow[T proto.Message](m T) T { return shallowMessage(m.ProtoReflect()).Interface().(T) }
+
+func shallowMessage(src protoreflect.Message) protoreflect.Message {
 	dst := src.New()
 	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		dst.Set(fd, v)
@@ -109,7 +131,7 @@ func shallow[T proto.Message](m T) T {
 	if u := src.GetUnknown(); len(u) > 0 {
 		dst.SetUnknown(u)
 	}
-	return dst.Interface().(T)
+	return dst
 }
 
 // anyMessage is a typed_config.
@@ -120,6 +142,3 @@ type validatedMessage interface {
 	proto.Message
 	ValidateAll() error
 }
-
-// clone is a deep copy.
-func clone[T proto.Message](m T) T { return proto.Clone(m).(T) }

@@ -174,7 +174,7 @@ func (s *session) patchHTTPRoutes(ctx networking.EnvoyFilter_PatchContext, rc *r
 		var c bool
 		switch p.op {
 		case networking.EnvoyFilter_Patch_ADD, networking.EnvoyFilter_Patch_INSERT_AFTER, networking.EnvoyFilter_Patch_INSERT_BEFORE:
-			list, c = listOp(list, p.op, v, hasRouteMatch(p), func(r *routev3.Route) bool { return routeMatch(r, p) })
+			list, c = listOp(list, changed, p.op, v, hasRouteMatch(p), func(r *routev3.Route) bool { return routeMatch(r, p) })
 		case networking.EnvoyFilter_Patch_INSERT_FIRST:
 			// with a route match, only when some route matches
 			if !hasRouteMatch(p) || slices.ContainsFunc(list, func(r *routev3.Route) bool { return routeMatch(r, p) }) {

@@ -205,3 +205,25 @@ func proxyMatches(proxy *model.Proxy, p *patch) bool {
 	}
 	return true
 }
+
+// PatchRef names one patch of a Patches, for debugging and tests.
+type PatchRef struct {
+	Namespace string                                 `json:"namespace"`
+	Name      string                                 `json:"name"`
+	Index     int                                    `json:"index"`
+	ApplyTo   networking.EnvoyFilter_ApplyTo         `json:"applyTo"`
+	Operation networking.EnvoyFilter_Patch_Operation `json:"operation"`
+}
+
+// Refs lists the patches in the order they apply (the operation as
+// applied: INSERT_* outside filters and routes is ADD).
+func (p *Patches) Refs() []PatchRef {
+	if p == nil {
+		return nil
+	}
+	out := make([]PatchRef, 0, len(p.all))
+	for _, x := range p.all {
+		out = append(out, PatchRef{Namespace: x.filter.Namespace, Name: x.filter.Name, Index: x.index, ApplyTo: x.applyTo, Operation: x.op})
+	}
+	return out
+}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/diag"
 )
 
@@ -55,33 +57,74 @@ func (s *session) result() []Problem {
 // unpatched; here only the patch is left out, on that resource.
 var errMismatch = errors.New("typed_config type mismatch")
 
-// mergeFilterConfig merges the typed config of a filter MERGE into dst
-// (a filter's typed_config) and validates the result. It returns the new
-// Any, or dst when Istio keeps the target's config (it cannot be decoded);
-// ok is false when the patch must not apply (reported).
-func (s *session) mergeFilterConfig(p *patch, resource string, dst anyMessage) (out anyMessage, ok bool) {
-	merged, m, err := mergeTyped(dst, p.merged)
-	switch {
-	case errors.Is(err, errMismatch):
-		s.drop(p, resource, "its typed_config (%s) is not of the type of the filter's (%s); Istio's istiod fails on this "+
-			"merge and sends none of its patches for the resource type", p.merged.ProtoReflect().Descriptor().FullName(), dst.GetTypeUrl())
-		return nil, false
-	case err != nil:
-		// Istio keeps the config it cannot decode (and applies the name).
-		s.warn(p, resource, "typed_config not merged: %v", err)
-		return dst, true
-	}
-	if err := validateShallow(m); err != nil {
-		s.drop(p, resource, "the merged typed_config is not a valid %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
-		return nil, false
-	}
-	return merged, true
+// typedConfig is a filter's typed_config across the MERGE patches applied
+// to it: decoded for the first merge (the decoded message is ours, merged
+// in place), packed again once, at the end.
+type typedConfig struct {
+	orig        anyMessage
+	msg         proto.Message // decoded, nil until a merge needs it
+	applied     []*patch      // merged into msg, in order
+	changed     bool
+	undecodable error
 }
 
-// mergeWhole merges a MERGE value into a copy of target and validates the
-// result; ok is false (reported) when the result is not valid.
+// mergeTypedConfig merges the typed_config of a filter MERGE into tc and
+// validates the result. ok is false when the patch must not apply
+// (reported); a config that cannot be decoded is kept, as Istio keeps it.
+func (s *session) mergeTypedConfig(p *patch, resource string, tc *typedConfig) (ok bool) {
+	if tc.msg == nil && tc.undecodable == nil {
+		if tc.msg, tc.undecodable = tc.orig.UnmarshalNew(); tc.undecodable != nil {
+			tc.msg = nil
+		}
+	}
+	if tc.undecodable != nil {
+		s.warn(p, resource, "typed_config %s not merged: %v", tc.orig.GetTypeUrl(), tc.undecodable)
+		return true
+	}
+	if err := mergeInto(networking.EnvoyFilter_Patch_MERGE, tc.msg, p.merged); err != nil {
+		s.drop(p, resource, "its typed_config (%s) is not of the type of the target's (%s); Istio's istiod panics on this "+
+			"merge and leaves the rest of the proxy's patching of that xDS type undone", p.merged.ProtoReflect().Descriptor().FullName(),
+			tc.orig.GetTypeUrl())
+		return false
+	}
+	if err := validateShallow(tc.msg); err != nil {
+		s.drop(p, resource, "the merged typed_config is not a valid %s: %v", tc.msg.ProtoReflect().Descriptor().FullName(), err)
+		// start again from the original without this patch (rare)
+		tc.msg, _ = tc.orig.UnmarshalNew()
+		for _, q := range tc.applied {
+			_ = mergeInto(networking.EnvoyFilter_Patch_MERGE, tc.msg, q.merged)
+		}
+		return false
+	}
+	tc.applied = append(tc.applied, p)
+	tc.changed = true
+	return true
+}
+
+// result is the typed_config after the merges.
+func (tc *typedConfig) result() anyMessage {
+	if !tc.changed {
+		return tc.orig
+	}
+	return protoconv.MessageToAny(tc.msg)
+}
+
+// mergeFilterConfig merges one filter MERGE into dst (a filter's
+// typed_config): the new Any, or dst when Istio keeps the target's config
+// (it cannot be decoded); ok is false when the patch must not apply.
+func (s *session) mergeFilterConfig(p *patch, resource string, dst anyMessage) (anyMessage, bool) {
+	tc := &typedConfig{orig: dst}
+	if !s.mergeTypedConfig(p, resource, tc) {
+		return nil, false
+	}
+	return tc.result(), true
+}
+
+// mergeWhole merges a MERGE value into a (shallow) copy of target and
+// validates the result; ok is false (reported) when the result is not
+// valid.
 func mergeWhole[T validatedMessage](s *session, p *patch, resource string, target T) (T, bool) {
-	next := clone(target)
+	next := shallow(target)
 	if err := mergeInto(p.op, next, p.value); err != nil {
 		s.drop(p, resource, "%v", err)
 		return target, false
@@ -97,46 +140,56 @@ func mergeWhole[T validatedMessage](s *session, p *patch, resource string, targe
 // list, as Istio does: without a match of the element, INSERT_BEFORE
 // prepends, INSERT_AFTER appends, REPLACE and REMOVE do nothing; with one,
 // the first matching element anchors INSERT_BEFORE/AFTER and is what
-// REPLACE replaces, and REMOVE removes every matching element. The input
-// list is never modified: a change returns a new slice.
-func listOp[T any](list []T, op networking.EnvoyFilter_Patch_Operation, v T, hasMatch bool, match func(T) bool) ([]T, bool) {
+// REPLACE replaces, and REMOVE removes every matching element. A list the
+// caller does not own is never modified: a change returns a new slice.
+func listOp[T any](list []T, owned bool, op networking.EnvoyFilter_Patch_Operation, v T, hasMatch bool, match func(T) bool) ([]T, bool) {
+	at := -1
 	switch op {
 	case networking.EnvoyFilter_Patch_ADD:
-		return insertAt(list, len(list), v), true
+		at = len(list)
 	case networking.EnvoyFilter_Patch_INSERT_FIRST:
-		return insertAt(list, 0, v), true
+		at = 0
 	case networking.EnvoyFilter_Patch_INSERT_AFTER:
-		if !hasMatch {
-			return insertAt(list, len(list), v), true
-		}
-		if i := slices.IndexFunc(list, match); i >= 0 {
-			return insertAt(list, i+1, v), true
+		if at = len(list); hasMatch {
+			if at = slices.IndexFunc(list, match); at >= 0 {
+				at++
+			}
 		}
 	case networking.EnvoyFilter_Patch_INSERT_BEFORE:
-		if !hasMatch {
-			return insertAt(list, 0, v), true
-		}
-		if i := slices.IndexFunc(list, match); i >= 0 {
-			return insertAt(list, i, v), true
+		if at = 0; hasMatch {
+			at = slices.IndexFunc(list, match)
 		}
 	case networking.EnvoyFilter_Patch_REPLACE:
 		if i := slices.IndexFunc(list, match); hasMatch && i >= 0 {
-			out := slices.Clone(list)
-			out[i] = v
-			return out, true
-		}
-	case networking.EnvoyFilter_Patch_REMOVE:
-		if hasMatch && slices.ContainsFunc(list, match) {
-			out := make([]T, 0, len(list))
-			for _, e := range list {
-				if !match(e) {
-					out = append(out, e)
-				}
+			if !owned {
+				list = slices.Clone(list)
 			}
-			return out, true
+			list[i] = v
+			return list, true
 		}
+		return list, false
+	case networking.EnvoyFilter_Patch_REMOVE:
+		if !hasMatch || !slices.ContainsFunc(list, match) {
+			return list, false
+		}
+		if owned {
+			return slices.DeleteFunc(list, match), true
+		}
+		out := make([]T, 0, len(list))
+		for _, e := range list {
+			if !match(e) {
+				out = append(out, e)
+			}
+		}
+		return out, true
 	}
-	return list, false
+	if at < 0 {
+		return list, false
+	}
+	if owned {
+		return slices.Insert(list, at, v), true
+	}
+	return insertAt(list, at, v), true
 }
 
 // insertAt returns a new slice: list with v at i.
