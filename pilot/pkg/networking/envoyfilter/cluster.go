@@ -38,13 +38,23 @@ func PatchClusters(ps *Patches, pc PatchContext, clusters []*clusterv3.Cluster) 
 			names[nc.GetName()] = true
 		}
 	}
-	if ps.gateway {
-		out = s.addClusters(out, names, networking.EnvoyFilter_GATEWAY)
-	} else {
-		out = s.addClusters(out, names, networking.EnvoyFilter_SIDECAR_OUTBOUND)
-		out = s.addClusters(out, names, networking.EnvoyFilter_SIDECAR_INBOUND)
+	if !pc.SkipAdds {
+		out = append(out, s.addedClusters(func(n string) bool { return names[n] })...)
 	}
 	return out, s.result()
+}
+
+// AddedClusters returns the clusters the CLUSTER ADD patches define, for a
+// caller that patches a proxy's clusters in several calls (with
+// PatchContext.SkipAdds): the outbound (or gateway) ones, then the inbound
+// ones. One whose name exists (exists) or was added already is left out
+// and reported. The messages are shared: read-only.
+func AddedClusters(ps *Patches, exists func(name string) bool) ([]*clusterv3.Cluster, []Problem) {
+	if ps.Empty() {
+		return nil, nil
+	}
+	s := &session{ps: ps}
+	return s.addedClusters(exists), s.result()
 }
 
 func (s *session) clusterContext(c *clusterv3.Cluster) networking.EnvoyFilter_PatchContext {
@@ -57,20 +67,18 @@ func (s *session) clusterContext(c *clusterv3.Cluster) networking.EnvoyFilter_Pa
 	return networking.EnvoyFilter_SIDECAR_OUTBOUND
 }
 
-// addClusters appends the clusters ADD patches of ctx add (a patch without
-// a context adds for SIDECAR_OUTBOUND and GATEWAY only). A cluster whose
-// name is taken is left out (beyond Istio, which sends both).
-func (s *session) addClusters(out []*clusterv3.Cluster, names map[string]bool, ctx networking.EnvoyFilter_PatchContext) []*clusterv3.Cluster {
-	for _, p := range s.ps.list(ctx, networking.EnvoyFilter_CLUSTER) {
-		if p.op != networking.EnvoyFilter_Patch_ADD || (p.match.GetContext() == networking.EnvoyFilter_ANY && ctx == networking.EnvoyFilter_SIDECAR_INBOUND) {
-			continue
-		}
+// addedClusters are the clusters ADD patches add. One whose name is
+// taken is left out (beyond Istio, which sends both).
+func (s *session) addedClusters(exists func(string) bool) []*clusterv3.Cluster {
+	var out []*clusterv3.Cluster
+	added := map[string]bool{}
+	for _, p := range s.ps.adds(networking.EnvoyFilter_CLUSTER) {
 		c := p.value.(*clusterv3.Cluster)
-		if names[c.GetName()] {
+		if added[c.GetName()] || (exists != nil && exists(c.GetName())) {
 			s.drop(p, "cluster "+c.GetName(), "a cluster of that name exists already")
 			continue
 		}
-		names[c.GetName()] = true
+		added[c.GetName()] = true
 		out = append(out, c)
 	}
 	return out

@@ -43,13 +43,46 @@ func PatchListeners(ps *Patches, pc PatchContext, listeners []*listenerv3.Listen
 			names[nl.GetName()] = true
 		}
 	}
-	if ps.gateway {
-		out = s.addListeners(out, names, networking.EnvoyFilter_GATEWAY)
-	} else {
-		out = s.addListeners(out, names, networking.EnvoyFilter_SIDECAR_OUTBOUND)
-		out = s.addListeners(out, names, networking.EnvoyFilter_SIDECAR_INBOUND)
+	if !pc.SkipAdds {
+		out = append(out, s.addedListeners(func(n string) bool { return names[n] })...)
 	}
 	return out, s.result()
+}
+
+// AddedListeners returns the listeners the LISTENER ADD patches define,
+// for a caller that patches a proxy's listeners in several calls (with
+// PatchContext.SkipAdds): the outbound (or gateway) ones, then the inbound
+// ones. One whose name exists (exists) or was added already is left out
+// and reported. The messages are shared: read-only.
+func AddedListeners(ps *Patches, exists func(name string) bool) ([]*listenerv3.Listener, []Problem) {
+	if ps.Empty() {
+		return nil, nil
+	}
+	s := &session{ps: ps}
+	return s.addedListeners(exists), s.result()
+}
+
+// addContexts are the contexts ADD patches add resources for: a patch
+// without a context adds for SIDECAR_OUTBOUND and GATEWAY only.
+func (ps *Patches) addContexts() []networking.EnvoyFilter_PatchContext {
+	if ps.gateway {
+		return []networking.EnvoyFilter_PatchContext{networking.EnvoyFilter_GATEWAY}
+	}
+	return []networking.EnvoyFilter_PatchContext{networking.EnvoyFilter_SIDECAR_OUTBOUND, networking.EnvoyFilter_SIDECAR_INBOUND}
+}
+
+// adds lists the ADD patches of applyTo in the order they add.
+func (ps *Patches) adds(applyTo networking.EnvoyFilter_ApplyTo) []*patch {
+	var out []*patch
+	for _, ctx := range ps.addContexts() {
+		for _, p := range ps.list(ctx, applyTo) {
+			if p.op == networking.EnvoyFilter_Patch_ADD &&
+				(p.match.GetContext() != networking.EnvoyFilter_ANY || ctx != networking.EnvoyFilter_SIDECAR_INBOUND) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 func (s *session) listenerContext(l *listenerv3.Listener) networking.EnvoyFilter_PatchContext {
@@ -62,21 +95,19 @@ func (s *session) listenerContext(l *listenerv3.Listener) networking.EnvoyFilter
 	return networking.EnvoyFilter_SIDECAR_OUTBOUND
 }
 
-// addListeners appends the listeners ADD patches of ctx add. A patch
-// without a context adds for SIDECAR_OUTBOUND and GATEWAY only. An added
-// listener whose name is taken is left out (beyond Istio, which sends both
-// and has the proxy reject the response).
-func (s *session) addListeners(out []*listenerv3.Listener, names map[string]bool, ctx networking.EnvoyFilter_PatchContext) []*listenerv3.Listener {
-	for _, p := range s.ps.list(ctx, networking.EnvoyFilter_LISTENER) {
-		if p.op != networking.EnvoyFilter_Patch_ADD || (p.match.GetContext() == networking.EnvoyFilter_ANY && ctx == networking.EnvoyFilter_SIDECAR_INBOUND) {
-			continue
-		}
+// addedListeners are the listeners ADD patches add. One whose name is
+// taken is left out (beyond Istio, which sends both and has the proxy
+// reject the response).
+func (s *session) addedListeners(exists func(string) bool) []*listenerv3.Listener {
+	var out []*listenerv3.Listener
+	added := map[string]bool{}
+	for _, p := range s.ps.adds(networking.EnvoyFilter_LISTENER) {
 		l := p.value.(*listenerv3.Listener)
-		if names[l.GetName()] {
+		if added[l.GetName()] || (exists != nil && exists(l.GetName())) {
 			s.drop(p, "listener "+l.GetName(), "a listener of that name exists already")
 			continue
 		}
-		names[l.GetName()] = true
+		added[l.GetName()] = true
 		out = append(out, l)
 	}
 	return out

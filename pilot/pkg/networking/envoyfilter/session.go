@@ -25,6 +25,11 @@ type PatchContext struct {
 	// inbound cluster, by cluster name ("inbound|9080||"): inbound cluster
 	// names carry no hostname, so cluster.service matches these.
 	InboundClusterHosts map[string][]string
+	// SkipAdds leaves out the listeners and clusters that ADD patches
+	// define, for a call that patches part of a proxy's resources (a part
+	// shared with other proxies, say); AddedListeners and AddedClusters
+	// return them for the call that completes the set.
+	SkipAdds bool
 }
 
 // session is one call's state: the patches, the context and what was
