@@ -17,7 +17,9 @@
 //   - the patching itself, one call per xDS type (PatchListeners,
 //     PatchClusters, PatchRoutes, ExtensionConfigs), each resource in the
 //     context Istio patches it in (SIDECAR_INBOUND, SIDECAR_OUTBOUND or
-//     GATEWAY);
+//     GATEWAY); a caller that patches a proxy's resources in parts (parts
+//     cached per Key) sets PatchContext.SkipAdds and appends
+//     AddedListeners and AddedClusters once;
 //   - analysis: what istioctl analyze reports for EnvoyFilters (Analyze:
 //     IST0133, IST0151 to IST0155) and, beyond Istio, pairs of patches of one
 //     proxy whose result depends on their order (Conflicts).
