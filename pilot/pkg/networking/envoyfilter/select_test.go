@@ -42,11 +42,10 @@ func refs(ps *envoyfilter.Patches) []string {
 	return out
 }
 
-// The order of the patches of one proxy, as Istio 1.31 sorts them:
-// priority; at equal priority the root namespace first; creation time;
-// "name.namespace". (Istio's documentation, and spec 003 §4.1, put the
-// root namespace first whatever the priorities; its implementation sorts
-// by priority first.)
+// The order of the patches of one proxy, as spec 003 §4.1 and Istio's
+// documentation state it: the root namespace first whatever the
+// priorities; then priority; creation time; "name.namespace". (Istio
+// 1.31's implementation sorts by priority first; see order.)
 func TestOrder(t *testing.T) {
 	const root = "istio-system"
 	cases := []struct {
@@ -60,9 +59,9 @@ func TestOrder(t *testing.T) {
 			want:    []string{"istio-system/young#0", "ns/old#0"},
 		},
 		{
-			name:    "priority before namespace",
+			name:    "namespace before priority",
 			filters: []config.Config{ef(root, "root10", 10, t0), ef("ns", "ns0", 0, t0), ef(root, "root0", 0, t0), ef("ns", "neg", -1, t0)},
-			want:    []string{"ns/neg#0", "istio-system/root0#0", "ns/ns0#0", "istio-system/root10#0"},
+			want:    []string{"istio-system/root0#0", "istio-system/root10#0", "ns/neg#0", "ns/ns0#0"},
 		},
 		{
 			name:    "creation time",
