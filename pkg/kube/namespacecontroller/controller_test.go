@@ -95,7 +95,17 @@ func TestRootCertConfigMaps(t *testing.T) {
 	}
 	waitFor(t, "edited root restored", func() (bool, string) { r, _ := rootIn(client, "default"); return r == "ROOT-1\n", r })
 
-	// nothing unchanged is rewritten, even when everything is rechecked
+	// nothing unchanged is rewritten, even when everything is rechecked;
+	// first let the informer see the controller's own last write (until it
+	// has, a recheck still sees the tampered copy and rightly rewrites it)
+	for quiet := writes.Load(); ; {
+		time.Sleep(300 * time.Millisecond)
+		n := writes.Load()
+		if n == quiet {
+			break
+		}
+		quiet = n
+	}
 	before := writes.Load()
 	c.ResyncAll()
 	time.Sleep(200 * time.Millisecond) // a rewrite would be immediate; none may come
