@@ -16,10 +16,12 @@ test: testbin
 
 gen: crds
 	$(GO) generate ./pkg/config/schema/...
+	cd pilot/pkg/networking/envoyfilter && sh gen_types.sh
 
 gen-check:
 	$(GO) run ./pkg/config/schema/codegen -metadata pkg/config/schema/metadata.yaml -root . -check
 	$(GO) run ./hack/crds -check
+	cd pilot/pkg/networking/envoyfilter && t=$$(mktemp) && sh gen_types.sh $$t && cmp types.gen.go $$t && rm -f $$t
 
 # CRDs of istio.io/api and sigs.k8s.io/gateway-api (versions from go.mod) into manifests/crds/.
 crds:

@@ -9,10 +9,12 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/config/file"
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
+	"github.com/meshplane/istiod/pilot/pkg/networking/envoyfilter"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/analysis"
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/validation"
+	"github.com/meshplane/istiod/pkg/diag"
 )
 
 func newValidateCommand() *cobra.Command {
@@ -51,6 +53,15 @@ as a warning. The exit code is 1 when any object is rejected, 0 otherwise.`,
 			if err == nil {
 				for _, msg := range analysis.Analyze(res.configs, m) {
 					fmt.Fprintf(cmd.OutOrStdout(), "analysis: %s\n", msg)
+					res.warnings++
+				}
+				for _, p := range envoyfilter.Analyze(res.configs) {
+					where := p.Object()
+					if f := p.Field(); f != "" {
+						where += " " + f
+					}
+					level := map[diag.Severity]string{diag.Error: "Error", diag.Warning: "Warning"}[p.Severity]
+					fmt.Fprintf(cmd.OutOrStdout(), "analysis: %s [%s] (%s) %s\n", level, p.Code, where, p.Message)
 					res.warnings++
 				}
 				for _, msg := range ignoredPolicies(res.configs, m) {

@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"github.com/meshplane/istiod/pilot/pkg/networking/envoyfilter"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/analysis"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
@@ -8,8 +9,8 @@ import (
 )
 
 // analysisProblems are the findings of the cross-object analysis of the
-// stored Sidecars and Telemetries under the current mesh config, for
-// /debug/warningz (the same `istiod validate` prints).
+// stored Sidecars, Telemetries and EnvoyFilters under the current mesh
+// config, for /debug/warningz (the same `istiod validate` prints).
 func (s *Server) analysisProblems() []diag.Problem {
 	var cfgs []config.Config
 	for _, g := range []config.GroupVersionKind{gvk.Sidecar, gvk.Telemetry} {
@@ -17,6 +18,9 @@ func (s *Server) analysisProblems() []diag.Problem {
 	}
 	msgs := analysis.Analyze(cfgs, s.Mesh())
 	out := make([]diag.Problem, 0, len(msgs))
+	for _, p := range envoyfilter.Analyze(s.store.List(gvk.EnvoyFilter, "")) {
+		out = append(out, p.Diag("analysis"))
+	}
 	for _, m := range msgs {
 		sev := diag.Warning
 		if m.Level == "Error" {

@@ -81,6 +81,7 @@ func (s *Server) initDiscovery() {
 	gens.RegisterGRPC(d.server)
 	gens.RegisterSDS(d.server)
 	s.problems.AddProvider(gens.GatewayProblems(d.server))
+	s.problems.AddProvider(gens.EnvoyFilterProblems(d.server))
 	// and neither are Sidecars and Telemetries that do not do what they say
 	s.problems.AddProvider(s.analysisProblems)
 	d.authorizationz = gens.Authorizationz(d.server)

@@ -68,6 +68,8 @@ type cacheKey struct {
 	// rule is the destination rule the resource was built with (nil: none)
 	rule *model.ConsolidatedDestRule
 	name string
+	// patches is the Key of the EnvoyFilter patches applied ("" none)
+	patches string
 }
 
 // edsKey keys a load assignment.

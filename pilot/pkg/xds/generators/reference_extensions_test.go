@@ -23,15 +23,9 @@ var reviewsProxy = adsc.Config{
 	},
 }
 
-// extensionsAllowed are the differences still open on the extensions
-// reference, by xDS type: what the EnvoyFilters do is not applied yet (work
-// in progress on issue 15).
-var extensionsAllowed = map[string]map[string]string{
-	"cds": {"connectTimeout": "EnvoyFilter reviews-connect-timeout not applied yet",
-		"perConnectionBufferLimitBytes": "EnvoyFilter reviews-connect-timeout not applied yet"},
-	"lds": {"*.typedConfig.httpFilters": "EnvoyFilters inserting, replacing and removing HTTP filters not applied yet"},
-	"rds": {"virtualHosts": "EnvoyFilter vhost-header not applied yet"},
-}
+// extensionsAllowed are the differences allowed on the extensions
+// reference: none.
+var extensionsAllowed = map[string]map[string]string{}
 
 // TestExtensionsMatchIstio compares what the two sidecars of the
 // extensions reference (Sidecar, Telemetry and EnvoyFilter on bookinfo)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/envoyfilter"
 	"github.com/meshplane/istiod/pilot/pkg/networking/gateway"
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
@@ -37,7 +38,7 @@ func (g *SidecarGenerators) mergedGateway(push *model.PushContext, proxy *model.
 	return m
 }
 
-func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushContext) xds.Generated {
+func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushContext, ps *envoyfilter.Patches) xds.Generated {
 	var res xds.Generated
 	merged := g.mergedGateway(push, proxy)
 	auto := merged.AutoPassthroughHosts
@@ -48,8 +49,8 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 	for _, svc := range services {
 		svc := svc
 		dr := destinationRule(push, proxy, svc)
-		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key()}
-		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, svc, dr) }))
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key(), patches: ps.Key()}
+		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
 		if coveredBy(svc.Hostname, auto) {
 			key.name = "sni-dnat|" + svc.Key()
 			res.Append(g.cache.get(push, key, 0, func() xds.Generated {
@@ -57,16 +58,21 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 					eps, _ := g.orderedEndpoints(svc)
 					return portEndpoints(eps, p)
 				}}
-				return toResources(xds.ClusterType, cluster.BuildSNIDNAT(svc, opts), func(c *clusterCfg) string { return c.Name })
+				cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildSNIDNAT(svc, opts))
+				return toResources(xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 			}))
 		}
 	}
-	res.Append(toResources(xds.ClusterType, []*clusterCfg{cluster.BuildBlackHole(push.Mesh)}, func(c *clusterCfg) string { return c.Name }))
+	bh := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, []*clusterCfg{cluster.BuildBlackHole(push.Mesh)})
+	res.Append(toResources(xds.ClusterType, bh, func(c *clusterCfg) string { return c.Name }))
+	res.Append(g.addedClusters(push, proxy, ps, res))
 	return res
 }
 
 func (g *SidecarGenerators) routerListeners(proxy *model.Proxy, push *model.PushContext) xds.Generated {
-	out := toResources(xds.ListenerType, listener.BuildGateway(g.gatewayListenerOptions(proxy, push, nil)), listenerName)
+	ls := g.patchListeners(push, proxy, g.ef.Patches(push, proxy), envoyfilter.PatchContext{},
+		listener.BuildGateway(g.gatewayListenerOptions(proxy, push, nil)))
+	out := toResources(xds.ListenerType, ls, listenerName)
 	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
 	return out
 }
@@ -103,7 +109,7 @@ func (g *SidecarGenerators) gatewayListenerOptions(proxy *model.Proxy, push *mod
 	}
 }
 
-func (g *SidecarGenerators) routerRoutes(proxy *model.Proxy, push *model.PushContext, names []string) xds.Generated {
+func (g *SidecarGenerators) routerRoutes(proxy *model.Proxy, push *model.PushContext, names []string, ps *envoyfilter.Patches) xds.Generated {
 	m := g.mergedGateway(push, proxy)
 	scope := push.SidecarScope(proxy)
 	opts := route.GatewayOptions{ProxyNamespace: proxy.ConfigNamespace, ProxyLabels: proxy.Labels,
@@ -113,6 +119,7 @@ func (g *SidecarGenerators) routerRoutes(proxy *model.Proxy, push *model.PushCon
 	for _, n := range names {
 		out = append(out, route.BuildGatewayRouteConfiguration(n, m, opts))
 	}
+	out = g.patchRoutes(push, proxy, ps, envoyfilter.PatchContext{GatewayPorts: envoyfilter.GatewayPorts(m.ByRouteName)}, out)
 	return toResources(xds.RouteType, out, func(r *routeCfg) string { return r.Name })
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/envoyfilter"
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
@@ -42,6 +43,8 @@ type SidecarGenerators struct {
 	cache snapshotCache[cacheKey]
 	eds   snapshotCache[edsKey]
 	sec   atomic.Pointer[snapshotSecurity]
+	ef    envoyfilter.Compiler
+	efLog patchProblems
 }
 
 // Register installs the sidecar generators as the defaults.
@@ -106,22 +109,28 @@ func (g *SidecarGenerators) proxyTargets(proxy *model.Proxy) []listener.InboundT
 
 func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
+	ps := g.ef.Patches(push, proxy)
 	if proxy.Type == model.Router {
-		return g.routerClusters(proxy, push), nil
+		return g.routerClusters(proxy, push, ps), nil
 	}
 	m := push.Mesh
 	var res xds.Generated
 	for _, svc := range push.ServicesForProxy(proxy) {
 		svc := svc
 		// a service's outbound clusters depend on the proxy only through the
-		// destination rule it uses
+		// destination rule it uses (and the EnvoyFilters that patch them)
 		dr := destinationRule(push, proxy, svc)
-		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key()}
-		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, svc, dr) }))
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key(), patches: ps.Key()}
+		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
 	}
 	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
 	sc := push.SidecarScope(proxy)
+	inboundHosts := map[string][]string{}
 	for _, t := range g.inboundTargets(push, proxy) {
+		for _, svc := range t.Services {
+			name := cluster.SubsetKey(cluster.Inbound, "", "", t.Port)
+			inboundHosts[name] = append(inboundHosts[name], svc.Hostname)
+		}
 		c := cluster.BuildInbound(t.Port, t.Protocol, t.Services, m)
 		if len(t.Services) > 0 {
 			// the connection pool of the first service's rule bounds the
@@ -135,20 +144,23 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		}
 		out = append(out, c)
 	}
+	out = g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true, InboundClusterHosts: inboundHosts}, out)
 	res.Append(toResources(xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }))
+	res.Append(g.addedClusters(push, proxy, ps, res))
 	return res, nil
 }
 
 // outboundClusters are the outbound clusters of one service under the
 // destination rule a proxy uses for it.
-func (g *SidecarGenerators) outboundClusters(push *model.PushContext, svc *model.Service, dr *model.ConsolidatedDestRule) xds.Generated {
+func (g *SidecarGenerators) outboundClusters(push *model.PushContext, proxy *model.Proxy, svc *model.Service, dr *model.ConsolidatedDestRule, ps *envoyfilter.Patches) xds.Generated {
 	opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), ServiceAccounts: g.serviceAccounts(svc),
 		PeerDisabled: authn.DestinationMode(push, push.RootNamespace(), svc.Attributes.Namespace) == authn.ModeDisable,
 		Endpoints: func(p *model.Port) []*model.IstioEndpoint {
 			eps, _ := g.orderedEndpoints(svc)
 			return portEndpoints(eps, p)
 		}}
-	return toResources(xds.ClusterType, cluster.BuildOutbound(svc, opts), func(c *clusterCfg) string { return c.Name })
+	cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildOutbound(svc, opts))
+	return toResources(xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 }
 
 // allowAny tells whether the proxy may reach unknown destinations: its
@@ -175,14 +187,20 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	tel := telemetry.Compute(push.Telemetry(proxy), push.Mesh)
 	opts.TelemetryIn = listenerTelemetry(push, proxy, tel, telemetry.SidecarInbound)
 	opts.TelemetryOut = listenerTelemetry(push, proxy, tel, telemetry.SidecarOutbound)
+	ps := g.ef.Patches(push, proxy)
 	// outbound listeners depend on the proxy only through the services its
-	// sidecar scope sees, what its tracing tags say and its Telemetry
-	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy), name: tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster}
+	// sidecar scope sees, what its tracing tags say, its Telemetry and the
+	// EnvoyFilters that patch them
+	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy), name: tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster,
+		patches: ps.Key()}
 	outbound := g.cache.get(push, key, 0, func() xds.Generated {
-		return toResources(xds.ListenerType, listener.BuildOutbound(push.ServicesForProxy(proxy), opts), listenerName)
+		ls := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, listener.BuildOutbound(push.ServicesForProxy(proxy), opts))
+		return toResources(xds.ListenerType, ls, listenerName)
 	})
-	out := toResources(xds.ListenerType, []*listenerCfg{listener.BuildInbound(opts)}, listenerName)
+	inbound := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, []*listenerCfg{listener.BuildInbound(opts)})
+	out := toResources(xds.ListenerType, inbound, listenerName)
 	out.Append(outbound)
+	out.Append(g.addedListeners(push, proxy, ps, out))
 	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
 	return out, nil
 }
@@ -193,8 +211,9 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 	push := req.Push
 	names := w.Names()
 	sort.Strings(names)
+	ps := g.ef.Patches(push, proxy)
 	if proxy.Type == model.Router {
-		return g.routerRoutes(proxy, push, names), nil
+		return g.routerRoutes(proxy, push, names, ps), nil
 	}
 	// the route configuration of a port depends on the proxy through its
 	// namespace (visibility, short names) and labels (sourceLabels matches)
@@ -206,15 +225,15 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 		if err != nil {
 			continue
 		}
-		out.Append(g.cache.get(push, cacheKey{typeURL: xds.RouteType, namespace: scope, name: n}, 0, func() xds.Generated {
+		out.Append(g.cache.get(push, cacheKey{typeURL: xds.RouteType, namespace: scope, name: n, patches: ps.Key()}, 0, func() xds.Generated {
 			if byPort == nil {
 				byPort = routesByPort(push, proxy)
 			}
 			opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
 				ProxyLabels: proxy.Labels, Gateway: "mesh",
 				LookupService: func(h string) *model.Service { return push.ServiceForHostname(proxy, h) }}
-			rc := route.BuildRouteConfiguration(port, byPort[port], opts)
-			return toResources(xds.RouteType, []*routeCfg{rc}, func(r *routeCfg) string { return r.Name })
+			rcs := g.patchRoutes(push, proxy, ps, envoyfilter.PatchContext{}, []*routeCfg{route.BuildRouteConfiguration(port, byPort[port], opts)})
+			return toResources(xds.RouteType, rcs, func(r *routeCfg) string { return r.Name })
 		}))
 	}
 	return out, nil
