@@ -7,7 +7,6 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -17,34 +16,70 @@ import (
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
 
-// MergeTrafficPolicy returns the policy that applies to one subset and port:
-// the subset's policy fields replace the rule's (field by field), then the
-// settings for the port replace those in turn. Inputs are not modified.
+// MergeTrafficPolicy returns the policy that applies to one subset and
+// port, as Istio 1.31 merges them: the rule's settings for the port replace
+// the rule's policy wholesale (a field the port settings leave out takes
+// its default, it is not inherited); then the subset's settings for the
+// port replace those wholesale in turn, or, without any, the fields the
+// subset's own policy sets replace them one by one. Inputs are not
+// modified; the result has no port-level settings.
 func MergeTrafficPolicy(root, subset *networking.TrafficPolicy, port int) *networking.TrafficPolicy {
-	out := &networking.TrafficPolicy{}
-	if root != nil {
-		out = proto.Clone(root).(*networking.TrafficPolicy)
+	original, _ := portPolicy(root, port)
+	if subset == nil {
+		return shallowPolicy(original)
 	}
-	if subset != nil {
-		overlay(out, subset.LoadBalancer, subset.ConnectionPool, subset.OutlierDetection, subset.Tls)
-		if subset.PortLevelSettings != nil {
-			out.PortLevelSettings = subset.PortLevelSettings
-		}
-		if subset.Tunnel != nil {
-			out.Tunnel = subset.Tunnel
-		}
-		if subset.ProxyProtocol != nil {
-			out.ProxyProtocol = subset.ProxyProtocol
-		}
+	sp, wholesale := portPolicy(subset, port)
+	if original == nil {
+		return shallowPolicy(sp)
 	}
-	for _, p := range out.PortLevelSettings {
-		if p.GetPort().GetNumber() == uint32(port) {
-			overlay(out, p.LoadBalancer, p.ConnectionPool, p.OutlierDetection, p.Tls)
-			break
-		}
+	out := shallowPolicy(original)
+	if sp.ConnectionPool != nil || wholesale {
+		out.ConnectionPool = sp.ConnectionPool
 	}
-	out.PortLevelSettings = nil
+	if sp.OutlierDetection != nil || wholesale {
+		out.OutlierDetection = sp.OutlierDetection
+	}
+	if sp.LoadBalancer != nil || wholesale {
+		out.LoadBalancer = sp.LoadBalancer
+	}
+	if sp.Tls != nil || wholesale {
+		out.Tls = sp.Tls
+	}
+	if sp.Tunnel != nil {
+		out.Tunnel = sp.Tunnel
+	}
+	if sp.ProxyProtocol != nil {
+		out.ProxyProtocol = sp.ProxyProtocol
+	}
+	if sp.RetryBudget != nil {
+		out.RetryBudget = sp.RetryBudget
+	}
 	return out
+}
+
+// portPolicy is the policy's settings for the port (as a policy of their
+// four fields) and true, or the policy itself and false when it has none.
+func portPolicy(p *networking.TrafficPolicy, port int) (*networking.TrafficPolicy, bool) {
+	if p == nil {
+		return nil, false
+	}
+	for _, pl := range p.PortLevelSettings {
+		if pl.GetPort() != nil && pl.GetPort().GetNumber() == uint32(port) {
+			return &networking.TrafficPolicy{ConnectionPool: pl.ConnectionPool, LoadBalancer: pl.LoadBalancer,
+				OutlierDetection: pl.OutlierDetection, Tls: pl.Tls}, true
+		}
+	}
+	return p, false
+}
+
+// shallowPolicy copies a policy without its port-level settings (an empty
+// policy for nil).
+func shallowPolicy(p *networking.TrafficPolicy) *networking.TrafficPolicy {
+	if p == nil {
+		return &networking.TrafficPolicy{}
+	}
+	return &networking.TrafficPolicy{ConnectionPool: p.ConnectionPool, LoadBalancer: p.LoadBalancer,
+		OutlierDetection: p.OutlierDetection, Tls: p.Tls, Tunnel: p.Tunnel, ProxyProtocol: p.ProxyProtocol, RetryBudget: p.RetryBudget}
 }
 
 // overlay replaces the policy's settings with those that are set.

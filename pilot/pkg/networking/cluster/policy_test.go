@@ -180,3 +180,42 @@ func TestAutoMTLSFollowsDestinationPeerAuthentication(t *testing.T) {
 		t.Error("a DestinationRule ISTIO_MUTUAL lost to the destination's DISABLE")
 	}
 }
+
+// Port-level settings replace the policy wholesale: what they leave out is
+// the default, not the top-level value (Istio's documented and implemented
+// rule); a subset's top-level fields replace one by one, a subset's
+// port-level settings wholesale again.
+func TestMergeTrafficPolicyPortLevel(t *testing.T) {
+	lb := func(s networking.LoadBalancerSettings_SimpleLB) *networking.LoadBalancerSettings {
+		return &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_Simple{Simple: s}}
+	}
+	pool := func(n int32) *networking.ConnectionPoolSettings {
+		return &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: n}}
+	}
+	root := &networking.TrafficPolicy{LoadBalancer: lb(networking.LoadBalancerSettings_RANDOM), ConnectionPool: pool(10),
+		PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 9080}, ConnectionPool: pool(20)}}}
+	// the rule's port settings: the pool, and no load balancer (default)
+	if got := cluster.MergeTrafficPolicy(root, nil, 9080); got.GetConnectionPool().GetTcp().GetMaxConnections() != 20 || got.GetLoadBalancer() != nil {
+		t.Errorf("port 9080: %v", got)
+	}
+	// another port: the rule's policy
+	if got := cluster.MergeTrafficPolicy(root, nil, 80); got.GetConnectionPool().GetTcp().GetMaxConnections() != 10 || got.GetLoadBalancer() == nil || len(got.PortLevelSettings) != 0 {
+		t.Errorf("port 80: %v", got)
+	}
+	// a subset's own field replaces that field only
+	sub := &networking.TrafficPolicy{LoadBalancer: lb(networking.LoadBalancerSettings_ROUND_ROBIN)}
+	if got := cluster.MergeTrafficPolicy(root, sub, 80); got.GetLoadBalancer().GetSimple() != networking.LoadBalancerSettings_ROUND_ROBIN ||
+		got.GetConnectionPool().GetTcp().GetMaxConnections() != 10 {
+		t.Errorf("subset on 80: %v", got)
+	}
+	// a subset's port settings replace everything
+	subPort := &networking.TrafficPolicy{PortLevelSettings: []*networking.TrafficPolicy_PortTrafficPolicy{{Port: &networking.PortSelector{Number: 9080},
+		LoadBalancer: lb(networking.LoadBalancerSettings_LEAST_REQUEST)}}}
+	if got := cluster.MergeTrafficPolicy(root, subPort, 9080); got.GetLoadBalancer().GetSimple() != networking.LoadBalancerSettings_LEAST_REQUEST ||
+		got.GetConnectionPool() != nil {
+		t.Errorf("subset port settings on 9080: %v", got)
+	}
+	if len(root.PortLevelSettings) != 1 || root.ConnectionPool.Tcp.MaxConnections != 10 {
+		t.Error("input modified")
+	}
+}
