@@ -25,6 +25,9 @@ type GatewayOptions struct {
 	// LookupService finds the service a VirtualService's destination host
 	// names, preferring the VirtualService's namespace.
 	LookupService func(vs *config.Config, host string) *model.Service
+	// Hash and MeshRetry are as in Options.
+	Hash      func(d *networking.Destination) *networking.LoadBalancerSettings_ConsistentHashLB
+	MeshRetry *networking.HTTPRetry
 }
 
 // BuildGatewayRouteConfiguration builds the route configuration routeName
@@ -63,7 +66,7 @@ func BuildGatewayRouteConfiguration(routeName string, m *gateway.Merged, o Gatew
 			key := gw + "|" + vs.Namespace + "/" + vs.Name
 			routes, built := routesOf[key]
 			if !built {
-				ro := Options{ProxyNamespace: o.ProxyNamespace, ProxyLabels: o.ProxyLabels, Gateway: gw}
+				ro := Options{ProxyNamespace: o.ProxyNamespace, ProxyLabels: o.ProxyLabels, Gateway: gw, Hash: o.Hash, MeshRetry: o.MeshRetry}
 				if o.LookupService != nil {
 					ro.LookupService = func(h string) *model.Service { return o.LookupService(vs, h) }
 				}

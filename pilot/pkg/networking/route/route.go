@@ -51,6 +51,13 @@ type Options struct {
 	// LookupService finds the service of a destination host as the proxy
 	// sees it (nil: destinations without a port use the route's port).
 	LookupService func(host string) *model.Service
+	// Hash is the consistent hash of a destination's DestinationRule, as
+	// the proxy sees the rule (nil: none); ServiceHash that of a service
+	// port's default route.
+	Hash        func(d *networking.Destination) *networking.LoadBalancerSettings_ConsistentHashLB
+	ServiceHash func(svc *model.Service, port int) *networking.LoadBalancerSettings_ConsistentHashLB
+	// MeshRetry is the mesh's defaultHttpRetryPolicy (nil: Istio's).
+	MeshRetry *networking.HTTPRetry
 }
 
 // RouteSemanticsAnnotation marks VirtualServices translated from the
@@ -82,7 +89,7 @@ func BuildRouteConfiguration(port int, services []ServiceRoutes, o Options) *rou
 			vh.Routes = translateVirtualService(sr.VirtualService, port, o)
 		}
 		if len(vh.Routes) == 0 && sr.VirtualService == nil {
-			vh.Routes = []*routev3.Route{defaultRoute(sr.Service, port)}
+			vh.Routes = []*routev3.Route{defaultRoute(sr.Service, port, o)}
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 	}
@@ -139,17 +146,24 @@ func defaultRetry() *routev3.RetryPolicy {
 	}
 }
 
-func defaultRoute(svc *model.Service, port int) *routev3.Route {
+func defaultRoute(svc *model.Service, port int, o Options) *routev3.Route {
 	c := cluster.SubsetKey(cluster.Outbound, "", svc.Hostname, port)
+	ra := &routev3.RouteAction{
+		ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: c},
+		Timeout:          durationpb.New(0),
+		// Istio keeps the previous-hosts predicate here even with a hash
+		RetryPolicy:    retryPolicy(nil, o.MeshRetry, false),
+		MaxGrpcTimeout: durationpb.New(0),
+	}
+	if o.ServiceHash != nil {
+		if hp := hashPolicy(o.ServiceHash(svc, port)); hp != nil {
+			ra.HashPolicy = []*routev3.RouteAction_HashPolicy{hp}
+		}
+	}
 	return &routev3.Route{
-		Name:  DefaultRoute,
-		Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: c},
-			Timeout:          durationpb.New(0),
-			RetryPolicy:      defaultRetry(),
-			MaxGrpcTimeout:   durationpb.New(0),
-		}},
+		Name:      DefaultRoute,
+		Match:     &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+		Action:    &routev3.Route_Route{Route: ra},
 		Decorator: &routev3.Decorator{Operation: svc.Hostname + ":" + strconv.Itoa(port) + "/*"},
 	}
 }

@@ -206,17 +206,34 @@ func routeAction(hr *networking.HTTPRoute, port int, vs *config.Config, match *r
 		// a backend that does not exist answers 500, as the Gateway API asks
 		ra.ClusterNotFoundResponseCode = routev3.RouteAction_INTERNAL_SERVER_ERROR
 	}
+	hash := func(d *networking.Destination) *networking.LoadBalancerSettings_ConsistentHashLB {
+		if o.Hash == nil {
+			return nil
+		}
+		return o.Hash(d)
+	}
+	hashed := false
 	if len(hr.Route) == 1 {
-		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: destinationCluster(hr.Route[0].Destination, port, o)}
+		d := hr.Route[0].Destination
+		ra.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: destinationCluster(d, port, o)}
+		if hp := hashPolicy(hash(d)); hp != nil {
+			ra.HashPolicy, hashed = append(ra.HashPolicy, hp), true
+		}
 	} else {
 		wc := &routev3.WeightedCluster{}
 		for _, dst := range hr.Route {
+			if dst.Weight == 0 {
+				continue // a zero weight among others takes nothing: Istio leaves it out
+			}
 			wc.Clusters = append(wc.Clusters, &routev3.WeightedCluster_ClusterWeight{
 				Name: destinationCluster(dst.Destination, port, o), Weight: wrapperspb.UInt32(uint32(dst.Weight))})
+			if hp := hashPolicy(hash(dst.Destination)); hp != nil {
+				ra.HashPolicy = append(ra.HashPolicy, hp)
+			}
 		}
 		ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
 	}
-	ra.RetryPolicy = retryPolicy(hr.Retries)
+	ra.RetryPolicy = retryPolicy(hr.Retries, o.MeshRetry, hashed)
 	if rw := hr.Rewrite; rw != nil {
 		switch {
 		case rw.Uri == "/" && GatewaySemantics(vs) && match.GetPathSeparatedPrefix() != "":
@@ -238,22 +255,6 @@ func routeAction(hr *networking.HTTPRoute, port int, vs *config.Config, match *r
 		ra.RequestMirrorPolicies = append(ra.RequestMirrorPolicies, m)
 	}
 	return ra
-}
-
-func retryPolicy(r *networking.HTTPRetry) *routev3.RetryPolicy {
-	if r == nil {
-		return defaultRetry()
-	}
-	if r.Attempts == 0 {
-		return nil
-	}
-	p := defaultRetry()
-	p.NumRetries = wrapperspb.UInt32(uint32(r.Attempts))
-	if r.RetryOn != "" {
-		p.RetryOn = r.RetryOn
-	}
-	p.PerTryTimeout = r.PerTryTimeout
-	return p
 }
 
 func mirrors(hr *networking.HTTPRoute, port int, o Options) []*routev3.RouteAction_RequestMirrorPolicy {

@@ -115,6 +115,9 @@ func (g *SidecarGenerators) routerRoutes(proxy *model.Proxy, push *model.PushCon
 	opts := route.GatewayOptions{ProxyNamespace: proxy.ConfigNamespace, ProxyLabels: proxy.Labels,
 		VirtualServices: virtualServicesFor(push, proxy),
 		LookupService:   func(_ *config.Config, h string) *model.Service { return scope.Service(h) }}
+	var ro route.Options
+	withHashes(&ro, push, proxy)
+	opts.Hash, opts.MeshRetry = ro.Hash, ro.MeshRetry
 	var out []*routeCfg
 	for _, n := range names {
 		out = append(out, route.BuildGatewayRouteConfiguration(n, m, opts))

@@ -232,6 +232,7 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 			opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
 				ProxyLabels: proxy.Labels, Gateway: "mesh",
 				LookupService: func(h string) *model.Service { return push.ServiceForHostname(proxy, h) }}
+			withHashes(&opts, push, proxy)
 			rcs := g.patchRoutes(push, proxy, ps, envoyfilter.PatchContext{}, []*routeCfg{route.BuildRouteConfiguration(port, byPort[port], opts)})
 			return toResources(xds.RouteType, rcs, func(r *routeCfg) string { return r.Name })
 		}))
@@ -367,4 +368,24 @@ func logPolicyWarnings(proxy *model.Proxy, ws []authz.Warning) {
 	for _, w := range ws {
 		genLog.Debugf("%s: %v", proxy.ID, w.Error())
 	}
+}
+
+// withHashes gives route options the consistent hashes of the
+// DestinationRules the proxy uses, and the mesh's default retry policy.
+func withHashes(o *route.Options, push *model.PushContext, proxy *model.Proxy) {
+	sc := push.SidecarScope(proxy)
+	ruleOf := func(host string) *networking.DestinationRule {
+		if cfg := sc.DestinationRule(proxy, host).Rule(); cfg != nil {
+			dr, _ := cfg.Spec.(*networking.DestinationRule)
+			return dr
+		}
+		return nil
+	}
+	o.Hash = func(d *networking.Destination) *networking.LoadBalancerSettings_ConsistentHashLB {
+		return route.DestinationHash(ruleOf(d.GetHost()), d)
+	}
+	o.ServiceHash = func(svc *model.Service, port int) *networking.LoadBalancerSettings_ConsistentHashLB {
+		return route.ServiceHash(ruleOf(svc.Hostname), port)
+	}
+	o.MeshRetry = push.Mesh.GetDefaultHttpRetryPolicy()
 }
