@@ -45,8 +45,12 @@ func TestHashPolicyAndRetries(t *testing.T) {
 	s := svc("reviews", "10.0.0.1", 9080, protocol.HTTP)
 	dr := hashedDR()
 	opts := route.Options{ProxyNamespace: "bookinfo", DomainSuffix: "cluster.local",
-		Hash: func(d *networking.Destination) *networking.LoadBalancerSettings_ConsistentHashLB { return route.DestinationHash(dr, d) },
-		ServiceHash: func(*model.Service, int) *networking.LoadBalancerSettings_ConsistentHashLB { return route.ServiceHash(dr, 9080) }}
+		Hash: func(d *networking.Destination) *networking.LoadBalancerSettings_ConsistentHashLB {
+			return route.DestinationHash(dr, d)
+		},
+		ServiceHash: func(*model.Service, int) *networking.LoadBalancerSettings_ConsistentHashLB {
+			return route.ServiceHash(dr, 9080)
+		}}
 	vs := &config.Config{Meta: config.Meta{GroupVersionKind: config.GroupVersionKind{Group: "networking.istio.io", Version: "v1", Kind: "VirtualService"},
 		Name: "reviews", Namespace: "bookinfo", Domain: "cluster.local"},
 		Spec: &networking.VirtualService{Hosts: []string{s.Hostname}, Http: []*networking.HTTPRoute{{
