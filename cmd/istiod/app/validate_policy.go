@@ -7,8 +7,10 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/config/memory"
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/security/authz"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
+	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 )
 
 // noServices is a service registry with nothing in it: the offline
@@ -36,6 +38,15 @@ func ignoredPolicies(cfgs []config.Config, m *meshconfig.MeshConfig) []string {
 		EndpointIndex: model.NewEndpointIndex(), Mesh: func() *meshconfig.MeshConfig { return m }})
 	push := model.InitContext(env, nil, &model.PushRequest{Full: true})
 	var out []string
+	var aps []config.Config
+	for _, c := range cfgs {
+		if c.GroupVersionKind == gvk.AuthorizationPolicy {
+			aps = append(aps, c)
+		}
+	}
+	for _, w := range authz.New(authz.Options{Mesh: m}).Explain(aps) {
+		out = append(out, "Warning [policy_translation] "+w.Error())
+	}
 	for _, p := range push.PolicyProblems() {
 		if p.Check == model.PolicyCheckNoWorkload {
 			continue

@@ -128,6 +128,13 @@ spec:
   action: CUSTOM
   provider: {name: nope}
   rules: [{}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: http-only, namespace: ns}
+spec:
+  action: DENY
+  rules: [{to: [{operation: {paths: ["/admin"]}}]}]
 `
 	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(in), 0o600); err != nil {
 		t.Fatal(err)
@@ -139,6 +146,7 @@ spec:
 	for _, want := range []string{
 		`analysis: Warning [custom_provider_not_ext_authz] (AuthorizationPolicy ns/ext spec.provider.name) mesh config extensionProviders has no provider "nope"`,
 		`analysis: Warning [peer_authentication_selector_in_root_namespace] (PeerAuthentication istio-system/root-selector spec.selector)`,
+		`analysis: Warning [policy_translation] AuthorizationPolicy ns/http-only rule 0: field to[0].operation.paths is HTTP-only and does not apply to TCP traffic`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/envoyfilter"
+	"github.com/meshplane/istiod/pilot/pkg/security/authz"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/analysis"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
@@ -20,6 +21,12 @@ func (s *Server) analysisProblems() []diag.Problem {
 	out := make([]diag.Problem, 0, len(msgs))
 	for _, p := range envoyfilter.Analyze(s.store.List(gvk.EnvoyFilter, "")) {
 		out = append(out, p.Diag("analysis"))
+	}
+	// what the translation of each AuthorizationPolicy loses (Istio
+	// drops it without a word)
+	for _, w := range authz.New(authz.Options{Mesh: s.Mesh()}).Explain(s.store.List(gvk.AuthorizationPolicy, "")) {
+		obj := "AuthorizationPolicy " + w.Policy
+		out = append(out, diag.Problem{Severity: diag.Warning, Source: "policy", Subject: obj, Object: obj, Field: w.Field, Message: w.Error()})
 	}
 	for _, m := range msgs {
 		sev := diag.Warning

@@ -163,3 +163,25 @@ func splitByAction(cfgs []config.Config, ws *warnings) map[authzpb.Authorization
 	}
 	return out
 }
+
+// Explain translates each policy on its own, for HTTP and for TCP, and
+// returns what the translation lost (HTTP-only fields on TCP, invalid
+// rules, unsupported keys), once each, in policy order: what
+// /debug/warningz and `istiod validate` say about the policies whatever
+// workloads they select.
+func (b *Builder) Explain(policies []config.Config) []Warning {
+	seen := map[string]bool{}
+	var out []Warning
+	for i := range policies {
+		one := policies[i : i+1]
+		for _, ws := range [][]Warning{b.BuildHTTP(one).Warnings, b.BuildTCP(one).Warnings} {
+			for _, w := range ws {
+				if k := w.Error(); !seen[k] {
+					seen[k] = true
+					out = append(out, w)
+				}
+			}
+		}
+	}
+	return out
+}
