@@ -1,0 +1,221 @@
+package deployment
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// UpToDate reports whether server-side applying o to live would change
+// nothing, so that the write can be skipped:
+//   - every field o sets has the same value in live (live may have more:
+//     defaults, other managers' fields, status), and
+//   - every field live records as applied by FieldManager is still in o
+//     (otherwise the apply would remove it).
+//
+// An object without an apply entry of FieldManager is never up to date.
+func UpToDate(o *Object, live runtime.Object) bool {
+	m, err := meta.Accessor(live)
+	if err != nil {
+		return false
+	}
+	owned := ownedFields(m.GetManagedFields())
+	if owned == nil {
+		return false
+	}
+	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return false
+	}
+	return subset(o.want, have) && stillApplied(owned, o.Raw)
+}
+
+// ownedFields is the field set FieldManager applied (nil when none).
+func ownedFields(entries []metav1.ManagedFieldsEntry) map[string]any {
+	for _, e := range entries {
+		if e.Manager != FieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		out := map[string]any{}
+		if err := json.Unmarshal(e.FieldsV1.Raw, &out); err != nil {
+			return nil
+		}
+		return out
+	}
+	return nil
+}
+
+// subset reports whether every value want sets is in have. A nil in want
+// sets nothing. Lists of scalars are atomic (equal as a whole); in a list of
+// objects every element of want must be a subset of one of have's.
+func subset(want, have any) bool {
+	switch w := want.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			if wv == nil {
+				continue
+			}
+			hv, ok := h[k]
+			if !ok || !subset(wv, hv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok {
+			return len(w) == 0 && have == nil
+		}
+		return listSubset(w, h)
+	}
+	return scalarEqual(want, have)
+}
+
+func listSubset(w, h []any) bool {
+	if !objects(w) {
+		if len(w) != len(h) {
+			return false
+		}
+		for i := range w {
+			if !scalarEqual(w[i], h[i]) {
+				return false
+			}
+		}
+		return true
+	}
+next:
+	for i, we := range w {
+		// the same position first: lists keep their order
+		if i < len(h) && subset(we, h[i]) {
+			continue
+		}
+		for _, he := range h {
+			if subset(we, he) {
+				continue next
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func objects(l []any) bool {
+	for _, e := range l {
+		if _, ok := e.(map[string]any); !ok {
+			return false
+		}
+	}
+	return len(l) > 0
+}
+
+// scalarEqual compares JSON scalars, numbers by value whatever their Go
+// type.
+func scalarEqual(a, b any) bool {
+	fa, oka := number(a)
+	fb, okb := number(b)
+	if oka || okb {
+		return oka && okb && fa == fb
+	}
+	return a == b
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// stillApplied walks a managed field set (FieldsV1: "f:<field>",
+// "k:<key object>", "v:<value>", "i:<index>", ".") and reports whether
+// every field in it is in obj.
+func stillApplied(fields map[string]any, obj any) bool {
+	for pe, sub := range fields {
+		if pe == "." {
+			continue
+		}
+		child, ok := pathElement(pe, obj)
+		if !ok {
+			return false
+		}
+		if m, ok := sub.(map[string]any); ok && len(m) > 0 && !stillApplied(m, child) {
+			return false
+		}
+	}
+	return true
+}
+
+// pathElement resolves one FieldsV1 path element in obj.
+func pathElement(pe string, obj any) (any, bool) {
+	switch {
+	case strings.HasPrefix(pe, "f:"):
+		m, ok := obj.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		v, ok := m[pe[2:]]
+		return v, ok
+	case strings.HasPrefix(pe, "k:"):
+		key := map[string]any{}
+		l, ok := obj.([]any)
+		if !ok || json.Unmarshal([]byte(pe[2:]), &key) != nil {
+			return nil, false
+		}
+		for _, e := range l {
+			if em, ok := e.(map[string]any); ok && keyMatches(key, em) {
+				return e, true
+			}
+		}
+	case strings.HasPrefix(pe, "v:"):
+		var want any
+		l, ok := obj.([]any)
+		if !ok || json.Unmarshal([]byte(pe[2:]), &want) != nil {
+			return nil, false
+		}
+		for _, e := range l {
+			if scalarEqual(want, e) {
+				return e, true
+			}
+		}
+	case strings.HasPrefix(pe, "i:"):
+		i, err := strconv.Atoi(pe[2:])
+		l, ok := obj.([]any)
+		if err == nil && ok && i >= 0 && i < len(l) {
+			return l[i], true
+		}
+	}
+	return nil, false
+}
+
+// keyMatches: every key field the element sets has the key's value (a key
+// field the element leaves out is one the server defaulted).
+func keyMatches(key, elem map[string]any) bool {
+	for k, v := range key {
+		if ev, ok := elem[k]; ok && !scalarEqual(v, ev) {
+			return false
+		}
+	}
+	return true
+}
