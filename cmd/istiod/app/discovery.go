@@ -85,6 +85,10 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 		{"PILOT_ENABLE_GATEWAY_API", &a.EnableGatewayAPI},
 		{"PILOT_SCOPE_GATEWAY_TO_NAMESPACE", &a.ScopeGatewayToNamespace},
 		{"PILOT_FILTER_GATEWAY_CLUSTER_CONFIG", &a.FilterGatewayClusters},
+		{"PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER", &a.GatewayDeployment.Enabled},
+		{"PILOT_ENABLE_GATEWAY_API_COPY_LABELS_ANNOTATIONS", &a.GatewayDeployment.CopyLabelsAnnotations},
+		{"ENABLE_GATEWAY_API_MANUAL_DEPLOYMENT", &a.GatewayDeployment.ManualDeployment},
+		{"PILOT_ENABLE_QUIC_LISTENERS", &a.GatewayDeployment.QUICListeners},
 	} {
 		if v := os.Getenv(e.name); v != "" {
 			b, err := strconv.ParseBool(v)

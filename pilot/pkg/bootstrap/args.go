@@ -68,6 +68,9 @@ type PilotArgs struct {
 	Security SecurityOptions
 	// Injection configures the sidecar injector (inject.go).
 	Injection InjectionOptions
+	// GatewayDeployment configures the generation of Gateways'
+	// Deployments, Services and ServiceAccounts (gatewaydeployment.go).
+	GatewayDeployment GatewayDeploymentOptions
 }
 
 // SecurityOptions configure the CA and the TLS port (environment, read
@@ -135,5 +138,7 @@ func DefaultArgs() PilotArgs {
 		},
 		FileResync: 30 * time.Second,
 		Debounce:   pushengine.DefaultDebounceOptions(),
+		GatewayDeployment: GatewayDeploymentOptions{Enabled: true, CopyLabelsAnnotations: true,
+			ManualDeployment: true},
 	}
 }

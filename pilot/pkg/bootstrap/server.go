@@ -68,6 +68,9 @@ type Server struct {
 	injection        *injection // sidecar injector (inject.go); nil without one
 	// gatewayStatus elects the writer of Gateway API status (gatewayapi.go)
 	gatewayStatus *leaderelection.Election
+	// gatewayDeployment elects the generator of Gateways' Deployments,
+	// Services and ServiceAccounts (gatewaydeployment.go)
+	gatewayDeployment *leaderelection.Election
 
 	wg sync.WaitGroup
 }
@@ -96,6 +99,9 @@ func NewServer(args PilotArgs) (*Server, error) {
 		return nil, err
 	}
 	if err := s.initInjection(); err != nil {
+		return nil, err
+	}
+	if err := s.initGatewayDeployment(); err != nil {
 		return nil, err
 	}
 	s.initServers()
@@ -338,6 +344,7 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.startGatewayStatus()
+	s.startGatewayDeployment()
 	return s.startSecureAndWebhooks()
 }
 

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -18,20 +19,32 @@ import (
 //     (otherwise the apply would remove it).
 //
 // An object without an apply entry of FieldManager is never up to date.
-func UpToDate(o *Object, live runtime.Object) bool {
+func UpToDate(o *Object, live runtime.Object) bool { return Difference(o, live) == "" }
+
+// Difference is why applying o to live would change it: the path of the
+// first field that differs or would be removed ("" when none).
+func Difference(o *Object, live runtime.Object) string {
 	m, err := meta.Accessor(live)
 	if err != nil {
-		return false
+		return err.Error()
 	}
 	owned := ownedFields(m.GetManagedFields())
 	if owned == nil {
-		return false
+		return "no fields applied by " + FieldManager
 	}
 	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
 	if err != nil {
-		return false
+		return err.Error()
 	}
-	return subset(o.want, have) && stillApplied(owned, o.Raw)
+	// typed clients drop the type of the objects they decode; it is o's
+	have["apiVersion"], have["kind"] = o.want["apiVersion"], o.want["kind"]
+	if p, ok := subsetPath(o.want, have, ""); !ok {
+		return p + " differs"
+	}
+	if p, ok := stillAppliedPath(owned, o.Raw, ""); !ok {
+		return p + " is no longer rendered"
+	}
+	return ""
 }
 
 // ownedFields is the field set FieldManager applied (nil when none).
@@ -53,45 +66,54 @@ func ownedFields(entries []metav1.ManagedFieldsEntry) map[string]any {
 // sets nothing. Lists of scalars are atomic (equal as a whole); in a list of
 // objects every element of want must be a subset of one of have's.
 func subset(want, have any) bool {
+	_, ok := subsetPath(want, have, "")
+	return ok
+}
+
+// subsetPath is subset, with the path of the first difference.
+func subsetPath(want, have any, path string) (string, bool) {
 	switch w := want.(type) {
 	case nil:
-		return true
+		return "", true
 	case map[string]any:
 		h, ok := have.(map[string]any)
 		if !ok {
-			return false
+			return path, false
 		}
 		for k, wv := range w {
 			if wv == nil {
 				continue
 			}
 			hv, ok := h[k]
-			if !ok || !subset(wv, hv) {
-				return false
+			if !ok {
+				return path + "." + k, false
+			}
+			if p, ok := subsetPath(wv, hv, path+"."+k); !ok {
+				return p, false
 			}
 		}
-		return true
+		return "", true
 	case []any:
 		h, ok := have.([]any)
 		if !ok {
-			return len(w) == 0 && have == nil
+			return path, len(w) == 0 && have == nil
 		}
-		return listSubset(w, h)
+		return listSubset(w, h, path)
 	}
-	return scalarEqual(want, have)
+	return path, scalarEqual(want, have)
 }
 
-func listSubset(w, h []any) bool {
+func listSubset(w, h []any, path string) (string, bool) {
 	if !objects(w) {
 		if len(w) != len(h) {
-			return false
+			return path, false
 		}
 		for i := range w {
 			if !scalarEqual(w[i], h[i]) {
-				return false
+				return fmt.Sprintf("%s[%d]", path, i), false
 			}
 		}
-		return true
+		return "", true
 	}
 next:
 	for i, we := range w {
@@ -104,9 +126,13 @@ next:
 				continue next
 			}
 		}
-		return false
+		if i < len(h) {
+			p, _ := subsetPath(we, h[i], fmt.Sprintf("%s[%d]", path, i))
+			return p, false
+		}
+		return fmt.Sprintf("%s[%d]", path, i), false
 	}
-	return true
+	return "", true
 }
 
 func objects(l []any) bool {
@@ -152,19 +178,27 @@ func number(v any) (float64, bool) {
 // "k:<key object>", "v:<value>", "i:<index>", ".") and reports whether
 // every field in it is in obj.
 func stillApplied(fields map[string]any, obj any) bool {
+	_, ok := stillAppliedPath(fields, obj, "")
+	return ok
+}
+
+// stillAppliedPath is stillApplied, with the first field no longer in obj.
+func stillAppliedPath(fields map[string]any, obj any, path string) (string, bool) {
 	for pe, sub := range fields {
 		if pe == "." {
 			continue
 		}
 		child, ok := pathElement(pe, obj)
 		if !ok {
-			return false
+			return path + "." + pe, false
 		}
-		if m, ok := sub.(map[string]any); ok && len(m) > 0 && !stillApplied(m, child) {
-			return false
+		if m, ok := sub.(map[string]any); ok && len(m) > 0 {
+			if p, ok := stillAppliedPath(m, child, path+"."+pe); !ok {
+				return p, false
+			}
 		}
 	}
-	return true
+	return "", true
 }
 
 // pathElement resolves one FieldsV1 path element in obj.

@@ -108,7 +108,7 @@ func (c *Controller) sync(t *term, o *Object) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read %s: %v", o.Key(), err)
 	}
-	rv := ""
+	rv, reason := "", "new"
 	if live != nil {
 		m, err := meta.Accessor(live)
 		if err != nil {
@@ -121,7 +121,7 @@ func (c *Controller) sync(t *term, o *Object) (string, error) {
 		if o, err = withLegacySelector(o, live); err != nil {
 			return "", err
 		}
-		if UpToDate(o, live) {
+		if reason = Difference(o, live); reason == "" {
 			return "", nil
 		}
 		rv = m.GetResourceVersion()
@@ -139,7 +139,7 @@ func (c *Controller) sync(t *term, o *Object) (string, error) {
 	}
 	applies.WithLabelValues(o.kind.name, "ok").Inc()
 	t.caches[o.kind].Mutation(resp)
-	scope.Infof("applied %s", o.Key())
+	scope.Infof("applied %s (%s)", o.Key(), reason)
 	return "", nil
 }
 
