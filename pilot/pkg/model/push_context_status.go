@@ -36,6 +36,11 @@ const (
 	// MetricMissingRouteHost: a VirtualService routes to a host no registry
 	// knows.
 	MetricMissingRouteHost = "istiod_vservice_missing_host"
+	// MetricGatewayServerRejected: a Gateway server a gateway proxy's
+	// listeners leave out (a conflict, a duplicate host, a certificate
+	// that cannot be served). Istio only counts these, in
+	// pilot_total_rejected_configs, and logs them at debug level.
+	MetricGatewayServerRejected = "istiod_gateway_server_rejected"
 	// Metrics generators report while building listeners, clusters and
 	// endpoints, with Istio's names.
 	MetricNoService                   = "pilot_no_ip"
@@ -54,6 +59,7 @@ var problemGauges = func() map[string]prometheus.Gauge {
 		MetricDuplicatedSubsets:           "Duplicate subsets across destination rules for the same host.",
 		MetricClusterNoInstances:          "Clusters without instances.",
 		MetricMissingRouteHost:            "VirtualService routes to hosts that no registry knows.",
+		MetricGatewayServerRejected:       "Gateway servers left out of a gateway proxy's listeners.",
 		MetricNoService:                   "Pods not found in the endpoint table, possibly invalid.",
 		MetricEndpointNotReady:            "Endpoint found in unready state.",
 		MetricConflictInboundListener:     "Number of conflicting inbound listeners.",

@@ -70,8 +70,10 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 }
 
 func (g *SidecarGenerators) routerListeners(proxy *model.Proxy, push *model.PushContext) xds.Generated {
-	ls := g.patchListeners(push, proxy, g.ef.Patches(push, proxy), envoyfilter.PatchContext{},
-		listener.BuildGateway(g.gatewayListenerOptions(proxy, push, nil)))
+	var left []string
+	opts := g.gatewayListenerOptions(proxy, push, &left)
+	ls := g.patchListeners(push, proxy, g.ef.Patches(push, proxy), envoyfilter.PatchContext{}, listener.BuildGateway(opts))
+	recordGatewayProblems(push, proxy, opts.Merged, left)
 	out := toResources(xds.ListenerType, ls, listenerName)
 	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
 	return out

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -12,6 +13,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
+	"github.com/meshplane/istiod/pkg/monitoring"
 )
 
 const optionsMesh = `
@@ -104,4 +106,74 @@ func TestScopeGatewayToNamespace(t *testing.T) {
 	if got := routerState(t, &generators.SidecarGenerators{}, true, "shop", xds.ListenerType); !reflect.DeepEqual(got, []string{"0.0.0.0_80"}) {
 		t.Errorf("scoped, the Gateway's namespace: listeners %v, want [0.0.0.0_80]", got)
 	}
+}
+
+// A server dropped by the merge (here: the TCP server of a second Gateway,
+// later by name, on a port the first already serves as HTTP) is on the snapshot's push
+// status under the proxy, and counted in Istio's
+// pilot_total_rejected_configs{type="gateway"}.
+func TestGatewayMergeProblemsOnPushStatus(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mesh.yaml")
+	conflict := optionsMesh + `---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: tcp, namespace: shop}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 80, name: tcp, protocol: TCP}
+    hosts: ["*"]
+`
+	if err := os.WriteFile(path, []byte(conflict), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, idx, disc := envFromFile(t, path, nil)
+	gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc}
+	s := xdstest.NewServer(t)
+	gens.Register(s.DS)
+	s.DS.InitPushContext(env)
+	before := rejectedConfigs(t, "shop/tcp")
+	c := xdstest.Dial(t, s, adsc.Config{NodeID: "router~10.244.9.1~gw-abc.shop~shop.svc.cluster.local",
+		Metadata: map[string]any{"NAMESPACE": "shop", "LABELS": map[string]any{"istio": "ingressgateway"}}})
+	if err := c.Watch(xds.ListenerType); err != nil {
+		t.Fatal(err)
+	}
+	xdstest.Next(t, c)
+	var got []string
+	for key, st := range s.DS.PushContext().ProxyStatus()[model.MetricGatewayServerRejected] {
+		if st.Proxy != "gw-abc.shop" {
+			t.Errorf("%s: proxy %q", key, st.Proxy)
+		}
+		got = append(got, st.Message)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "gateway shop/tcp: server tcp (port 80) ignored") {
+		t.Errorf("push status %v, want the TCP server of shop/tcp dropped", got)
+	}
+	if after := rejectedConfigs(t, "shop/tcp"); after <= before {
+		t.Errorf("pilot_total_rejected_configs{name=shop/tcp} %v → %v", before, after)
+	}
+}
+
+// rejectedConfigs reads pilot_total_rejected_configs of a gateway.
+func rejectedConfigs(t *testing.T, gw string) float64 {
+	t.Helper()
+	mfs, err := monitoring.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "pilot_total_rejected_configs" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["type"] == "gateway" && labels["name"] == gw {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

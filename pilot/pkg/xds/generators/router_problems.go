@@ -5,9 +5,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/gateway"
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pkg/diag"
+	"github.com/meshplane/istiod/pkg/monitoring"
 )
 
 // gatewaySeen remembers since when each gateway problem has been seen.
@@ -72,4 +76,27 @@ func (s *gatewaySeen) stamp(byKey map[string]diag.Problem) []diag.Problem {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Message < out[j].Message })
 	return out
+}
+
+// metricRejectedConfigs is Istio's pilot_total_rejected_configs: one count
+// per Gateway server a merge drops, each time a gateway's listeners are
+// built (as Istio counts it on every merge).
+var metricRejectedConfigs = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "pilot_total_rejected_configs",
+	Help: "Total number of configs that Pilot had to reject or ignore.",
+}, []string{"type", "name"})
+
+func init() { monitoring.MustRegister(metricRejectedConfigs) }
+
+// recordGatewayProblems puts what a gateway proxy's listeners left out on
+// the snapshot's push status (one entry per proxy and problem) and counts
+// the merge's drops in pilot_total_rejected_configs.
+func recordGatewayProblems(push *model.PushContext, proxy *model.Proxy, m *gateway.Merged, left []string) {
+	for _, p := range m.Problems {
+		metricRejectedConfigs.WithLabelValues("gateway", p.Gateway).Inc()
+		push.AddMetric(model.MetricGatewayServerRejected, proxy.ID+"|"+p.Error(), proxy.ID, p.Error())
+	}
+	for _, msg := range left {
+		push.AddMetric(model.MetricGatewayServerRejected, proxy.ID+"|"+msg, proxy.ID, msg)
+	}
 }

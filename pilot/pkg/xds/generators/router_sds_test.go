@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshplane/istiod/pilot/pkg/credentials"
+	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
@@ -177,5 +178,16 @@ func TestGatewayCertificatesOverSDS(t *testing.T) {
 		if !strings.Contains(joined, w) {
 			t.Errorf("warningz lacks %q; has:\n%s", w, joined)
 		}
+	}
+	// the same on /debug/push_status, under the proxy that left them out
+	status := s.DS.PushContext().ProxyStatus()[model.MetricGatewayServerRejected]
+	n := 0
+	for _, st := range status {
+		if st.Proxy == "shop-gw-abc.shop" && strings.Contains(st.Message, "left out: secret") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("push status has %d certificate problems of shop-gw-abc.shop, want 2: %v", n, status)
 	}
 }
