@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	meshconfig "istio.io/api/mesh/v1alpha1"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/diag"
@@ -90,7 +88,7 @@ type Controller struct {
 // cluster's version; a later term starts afresh.
 type term struct {
 	queue       workqueue.TypedRateLimitingInterface[string]
-	caches      map[*kind]cache.MutationCache
+	caches      map[*kind]*objectCache
 	kubeVersion int
 }
 
@@ -179,7 +177,7 @@ func (c *Controller) startTerm(stop <-chan struct{}) (*term, informers.SharedInf
 	t := &term{
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "gateway-deployment"}),
-		caches:      map[*kind]cache.MutationCache{},
+		caches:      map[*kind]*objectCache{},
 		kubeVersion: kubeVersion(c.opts.Kube),
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(c.opts.Kube, 0,
@@ -193,7 +191,7 @@ func (c *Controller) startTerm(stop <-chan struct{}) (*term, informers.SharedInf
 			t.queue.ShutDown()
 			return nil, factory
 		}
-		t.caches[k] = cache.NewIntegerResourceVersionMutationCache(klog.Background(), inf.GetStore(), nil, time.Minute, false)
+		t.caches[k] = newObjectCache(inf.GetStore())
 		synced = append(synced, inf.HasSynced)
 	}
 	factory.Start(stop)

@@ -138,7 +138,7 @@ func (c *Controller) sync(t *term, o *Object) (string, error) {
 		return "", fmt.Errorf("apply %s: %v", o.Key(), err)
 	}
 	applies.WithLabelValues(o.kind.name, "ok").Inc()
-	t.caches[o.kind].Mutation(resp)
+	t.caches[o.kind].wrote(resp)
 	scope.Infof("applied %s (%s)", o.Key(), reason)
 	return "", nil
 }
@@ -146,10 +146,8 @@ func (c *Controller) sync(t *term, o *Object) (string, error) {
 // live is the cluster's object: the cache's (or this term's last write,
 // when newer), else read from the API server (nil when there is none).
 func (c *Controller) live(t *term, o *Object) (runtime.Object, error) {
-	if obj, ok, err := t.caches[o.kind].GetByKey(o.Namespace + "/" + o.Name); err == nil && ok {
-		if ro, isObj := obj.(runtime.Object); isObj {
-			return ro, nil
-		}
+	if obj := t.caches[o.kind].get(o.Namespace + "/" + o.Name); obj != nil {
+		return obj, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
