@@ -103,8 +103,9 @@ func referenceStatuses(t *testing.T, dir string) map[string]any {
 }
 
 // applyReferenceInputs creates, in ns, the Services and EndpointSlices of
-// the reference and the Service Istio's deployment controller generated for
-// Gateway edge; it returns the Gateway API objects, not yet created.
+// the reference and the injector ConfigMap whose kube-gateway template
+// istiod (started in ns) renders Gateway edge's Deployment, Service and
+// ServiceAccount from; it returns the Gateway API objects, not yet created.
 func applyReferenceInputs(t *testing.T, env *kube.Env, dir, ns string) (*gatewayv1.Gateway, *gatewayv1.HTTPRoute) {
 	t.Helper()
 	ctx := context.Background()
@@ -132,18 +133,14 @@ func applyReferenceInputs(t *testing.T, env *kube.Env, dir, ns string) (*gateway
 			must(t, err)
 		}
 	})
-	// the generated Service, as Istio's deployment controller writes it
-	gen := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "edge-istio", Namespace: ns, Labels: map[string]string{
-			"gateway.istio.io/managed": "istio.io-gateway-controller", "gateway.networking.k8s.io/gateway-class-name": "istio",
-			"gateway.networking.k8s.io/gateway-name": "edge"}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"gateway.networking.k8s.io/gateway-name": "edge"},
-			Ports: []corev1.ServicePort{{Name: "status-port", Port: 15021}, {Name: "http", Port: 80}}},
-	}
-	_, err = env.Kube.CoreV1().Services(ns).Create(ctx, gen, metav1.CreateOptions{})
-	must(t, err)
+	applyReferenceInjector(t, env, dir, ns)
+	return referenceGatewayAPI(t, dir, ns)
+}
 
-	data, err = os.ReadFile(filepath.Join(dir, "input", "gatewayapi.yaml"))
+// referenceGatewayAPI reads the reference's Gateway and HTTPRoute, in ns.
+func referenceGatewayAPI(t *testing.T, dir, ns string) (*gatewayv1.Gateway, *gatewayv1.HTTPRoute) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "input", "gatewayapi.yaml"))
 	must(t, err)
 	var gw *gatewayv1.Gateway
 	var route *gatewayv1.HTTPRoute
