@@ -42,9 +42,10 @@ type harness struct {
 }
 
 type harnessOpts struct {
-	injection *inject.Config
-	objects   []runtime.Object
-	revision  string
+	injection    *inject.Config
+	objects      []runtime.Object
+	revision     string
+	listenerSets []config.Config
 }
 
 func newHarness(t *testing.T, o harnessOpts, gateways ...config.Config) *harness {
@@ -64,8 +65,12 @@ func newHarness(t *testing.T, o harnessOpts, gateways ...config.Config) *harness
 	cms, nss := factory.Core().V1().ConfigMaps().Informer(), factory.Core().V1().Namespaces().Informer()
 	stop := make(chan struct{})
 	factory.Start(stop)
+	var sets krt.Collection[config.Config]
+	if o.listenerSets != nil {
+		sets = krt.NewStaticCollection[config.Config](o.listenerSets)
+	}
 	h.ctrl = New(Options{
-		Kube: client, Gateways: h.gateways, ConfigMaps: cms, Namespaces: nss,
+		Kube: client, Gateways: h.gateways, ListenerSets: sets, ConfigMaps: cms, Namespaces: nss,
 		Injection: func() *inject.Config { return o.injection }, InjectionName: "istio-system/istio-sidecar-injector",
 		Mesh: mesh.DefaultMeshConfig, SystemNamespace: "istio-system", ManualDeployment: true, Problems: h.board,
 		Env: Environment{ClusterID: "Kubernetes", Revision: o.revision, CopyLabelsAnnotations: true},
@@ -379,5 +384,88 @@ func TestParametersRefCustomization(t *testing.T) {
 	h.waitFor("2 replicas", func() (bool, string) {
 		d := h.deployment("shop", "edge-istio")
 		return *d.Spec.Replicas == 2, fmt.Sprint(*d.Spec.Replicas)
+	})
+}
+
+// The oldest ConfigMap of the system namespace labeled
+// gateway.istio.io/defaults-for-class=istio customizes every Gateway of the
+// class, before the Gateway's own parametersRef.
+func TestClassDefaults(t *testing.T) {
+	older := metav1.NewTime(time.Unix(1000, 0))
+	newer := metav1.NewTime(time.Unix(2000, 0))
+	defaults := func(name string, at metav1.Time, data string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "istio-system", CreationTimestamp: at,
+			Labels: map[string]string{LabelClassDefaults: "istio"}}, Data: map[string]string{"deployment": data}}
+	}
+	own := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "opts", Namespace: "shop"},
+		Data: map[string]string{"deployment": "metadata:\n  annotations:\n    mine: \"yes\"\n"}}
+	gw := gatewayConfig("shop", "edge", "istio", func(_ *config.Config, s *gatewayv1.GatewaySpec) {
+		s.Infrastructure = &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{Kind: "ConfigMap", Name: "opts"}}
+	})
+	h := newHarness(t, harnessOpts{injection: referenceInjector(t), objects: []runtime.Object{
+		defaults("b-newer", newer, "spec:\n  replicas: 9\n"),
+		defaults("a-older", older, "spec:\n  replicas: 3\nmetadata:\n  annotations:\n    mine: \"no\"\n"),
+		own,
+	}}, gw)
+	h.waitFor("the class defaults and the Gateway's own", func() (bool, string) {
+		d := h.deployment("shop", "edge-istio")
+		if d == nil {
+			return false, h.problems()
+		}
+		return *d.Spec.Replicas == 3 && d.Annotations["mine"] == "yes", fmt.Sprint(*d.Spec.Replicas, d.Annotations)
+	})
+}
+
+// A Deployment Istio created before 1.24 selects pods by
+// istio.io/gateway-name too; a selector cannot change, so it is kept.
+func TestLegacySelectorKept(t *testing.T) {
+	legacy := map[string]string{LabelGatewayName: "edge", "istio.io/gateway-name": "edge"}
+	old := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "edge-istio", Namespace: "shop",
+		Labels: map[string]string{LabelManaged: "istio.io-gateway-controller"}},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: legacy},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: legacy}}}}
+	h := newHarness(t, harnessOpts{injection: referenceInjector(t), objects: []runtime.Object{old}}, gatewayConfig("shop", "edge", "istio"))
+	h.waitFor("the Deployment applied", func() (bool, string) {
+		d := h.deployment("shop", "edge-istio")
+		return len(d.Spec.Template.Spec.Containers) == 1, ""
+	})
+	d := h.deployment("shop", "edge-istio")
+	if d.Spec.Selector.MatchLabels["istio.io/gateway-name"] != "edge" || d.Spec.Template.Labels["istio.io/gateway-name"] != "edge" {
+		t.Errorf("selector %v, pod labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
+	}
+	h.settle()
+	before := h.applyCount()
+	h.ctrl.EnqueueAll()
+	h.settle()
+	if n := h.applyCount(); n != before {
+		t.Errorf("%d more applies of an unchanged legacy Deployment", n-before)
+	}
+}
+
+// The listeners of a ListenerSet the Gateway admits add Service ports; one
+// it does not admit adds none.
+func TestListenerSetPorts(t *testing.T) {
+	same := gatewayv1.NamespacesFromSame
+	gw := gatewayConfig("shop", "edge", "istio", func(_ *config.Config, s *gatewayv1.GatewaySpec) {
+		s.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: &same}}
+	})
+	set := func(ns, name string, port gatewayv1.PortNumber) config.Config {
+		return config.Config{Meta: config.Meta{GroupVersionKind: gvk.ListenerSet, Namespace: ns, Name: name},
+			Spec: &gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "edge", Namespace: ptrTo(gatewayv1.Namespace("shop"))},
+				Listeners: []gatewayv1.ListenerEntry{{Name: gatewayv1.SectionName(name), Port: port, Protocol: gatewayv1.HTTPSProtocolType}}}}
+	}
+	h := newHarness(t, harnessOpts{injection: referenceInjector(t),
+		listenerSets: []config.Config{set("shop", "extra", 8443), set("other", "foreign", 9443)}}, gw)
+	h.waitFor("the ListenerSet's port", func() (bool, string) {
+		s := h.service("shop", "edge-istio")
+		if s == nil {
+			return false, h.problems()
+		}
+		var ports []string
+		for _, p := range s.Spec.Ports {
+			ports = append(ports, fmt.Sprintf("%s:%d", p.Name, p.Port))
+		}
+		got := strings.Join(ports, ",")
+		return got == "status-port:15021,http:80,extra:8443", got
 	})
 }
