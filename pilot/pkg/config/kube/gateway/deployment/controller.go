@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,7 @@ type Controller struct {
 // term is one run: its caches of generated objects, its queue and the
 // cluster's version; a later term starts afresh.
 type term struct {
+	ctx         context.Context // canceled when the term ends
 	queue       workqueue.TypedRateLimitingInterface[string]
 	caches      map[*kind]*objectCache
 	kubeVersion int
@@ -142,8 +144,11 @@ func (c *Controller) Run(stop <-chan struct{}) {
 	for _, r := range regs {
 		r.WaitUntilSynced(stop)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.ctx = ctx
 	go func() {
 		<-stop
+		cancel()
 		t.queue.ShutDown()
 	}()
 	scope.Infof("generating the Deployments, Services and ServiceAccounts of Gateways (Kubernetes %d)", t.kubeVersion)

@@ -130,7 +130,7 @@ func (c *Controller) sync(t *term, o *Object) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := context.WithTimeout(t.ctx, writeTimeout)
 	defer cancel()
 	resp, err := o.kind.apply(ctx, c.opts.Kube, o.Namespace, o.Name, body)
 	if err != nil {
@@ -149,7 +149,7 @@ func (c *Controller) live(t *term, o *Object) (runtime.Object, error) {
 	if obj := t.caches[o.kind].get(o.Namespace + "/" + o.Name); obj != nil {
 		return obj, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := context.WithTimeout(t.ctx, writeTimeout)
 	defer cancel()
 	obj, err := o.kind.get(ctx, c.opts.Kube, o.Namespace, o.Name)
 	if apierrors.IsNotFound(err) {
