@@ -22,6 +22,12 @@
 //
 //	func TestMain(m *testing.M) { kube.Main(m) }
 //
+// Fault tests take a server of their own (Start): Env.StopAPIServer and
+// Env.StartAPIServer stop kube-apiserver and bring it back on the same
+// address with the same certificates and etcd, and WithAuditLog records the
+// requests it receives (Env.AuditLog), so that a test can count the lists
+// and watches a client makes after the restart.
+//
 // No controllers run (no kube-controller-manager, no scheduler): a Deployment
 // is stored but gets no Pods, a deleted Namespace stays Terminating. Tests
 // create the objects controllers would (EndpointSlices, Pods) themselves.

@@ -46,14 +46,23 @@ type Env struct {
 	env  *envtest.Environment
 	logs *tailBuffer
 	stop sync.Once
+
+	// shared is set on the Shared server, which no test may restart.
+	shared bool
+	// auditLog is the API server's audit log (WithAuditLog), else "".
+	auditLog string
+	// apiMu serialises StopAPIServer and StartAPIServer.
+	apiMu      sync.Mutex
+	apiStopped bool
 }
 
 // Option configures Start.
 type Option func(*options)
 
 type options struct {
-	skip map[string]bool
-	only []string
+	skip  map[string]bool
+	only  []string
+	audit bool
 }
 
 // WithoutCRDs leaves the named CRDs (plural.group, e.g.
@@ -87,7 +96,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 		t.Fatalf("kube: %v", err)
 	}
 	begin := time.Now()
-	e, err := start(t.TempDir(), names)
+	e, err := start(t.TempDir(), names, o)
 	if e != nil {
 		t.Cleanup(e.Stop)
 	}
@@ -120,7 +129,7 @@ var logOnce sync.Once
 // start brings up the control plane, writes dir/kubeconfig and installs the
 // CRDs. On error it returns the partial Env (when processes started) so the
 // caller can stop it.
-func start(dir string, crds []string) (*Env, error) {
+func start(dir string, crds []string, o options) (*Env, error) {
 	// envtest logs through controller-runtime's global logger, which warns
 	// loudly when never set. The harness reports errors itself.
 	logOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
@@ -130,6 +139,25 @@ func start(dir string, crds []string) (*Env, error) {
 		return nil, err
 	}
 	logs := newTailBuffer(64 << 10)
+	// The API server's certificates live in a directory of ours rather
+	// than one envtest removes on stop, so that StartAPIServer brings it
+	// back with the same serving certificate and client CA: clients keep
+	// their rest.Config across a restart.
+	certDir := filepath.Join(dir, "apiserver")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return nil, err
+	}
+	api := &envtest.APIServer{Path: filepath.Join(bin, "kube-apiserver"), Out: logs, Err: logs, CertDir: certDir}
+	// On SIGTERM the server ends its watches within this grace and exits;
+	// without it, open watches hold the shutdown for a minute (until the
+	// HTTP server gives up on them), longer than envtest waits.
+	api.Configure().Set("shutdown-watch-termination-grace-period", "5s")
+	auditLog := ""
+	if o.audit {
+		if auditLog, err = configureAudit(api, dir); err != nil {
+			return nil, err
+		}
+	}
 	useExisting := false
 	te := &envtest.Environment{
 		// Never an existing cluster, whatever USE_EXISTING_CLUSTER says.
@@ -140,7 +168,7 @@ func start(dir string, crds []string) (*Env, error) {
 		BinaryAssetsDirectory: bin,
 		ControlPlane: envtest.ControlPlane{
 			Etcd:      &envtest.Etcd{Path: filepath.Join(bin, "etcd"), Out: logs, Err: logs},
-			APIServer: &envtest.APIServer{Path: filepath.Join(bin, "kube-apiserver"), Out: logs, Err: logs},
+			APIServer: api,
 		},
 		ControlPlaneStartTimeout: startTimeout,
 		ControlPlaneStopTimeout:  time.Minute,
@@ -150,7 +178,7 @@ func start(dir string, crds []string) (*Env, error) {
 		_ = te.Stop()
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %v\nlast control-plane output:\n%s", bin, err, logs.String())
 	}
-	e := &Env{RESTConfig: cfg, env: te, logs: logs}
+	e := &Env{RESTConfig: cfg, env: te, logs: logs, auditLog: auditLog}
 	if err := e.init(dir); err != nil {
 		return e, err
 	}

@@ -73,12 +73,13 @@ func startShared() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := start(dir, names)
+	e, err := start(dir, names, options{})
 	if err != nil {
 		if e != nil {
 			e.Stop()
 		}
 		return nil, err
 	}
+	e.shared = true
 	return e, nil
 }
