@@ -5,7 +5,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1x
 
-.PHONY: build test testbin gen gen-check crds lint bench run fuzz golden clean
+.PHONY: build test testbin peerbin gen gen-check crds lint bench run fuzz golden clean
 
 build:
 	$(GO) build -o $(OUT)/istiod ./cmd/istiod
@@ -33,6 +33,11 @@ testbin:
 	./hack/testbin.sh
 	./hack/istiobin.sh
 	./hack/helmbin.sh
+
+# Istio's own pilot-discovery, the peer tests/loadtest measures against (-istiod); not in testbin
+# because no test needs it and it adds minutes of build.
+peerbin:
+	./hack/istiobin.sh --peer
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

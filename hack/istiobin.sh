@@ -7,6 +7,11 @@
 # executable. The build runs in a temporary module, so nothing of Istio enters
 # this repository's go.mod/go.sum (the project never imports istio.io/istio).
 #
+# With --peer it builds Istio's pilot-discovery instead, into the same
+# directory: the control plane tests/loadtest measures side by side with
+# this istiod (`make peerbin`). It is not part of `make testbin` because no
+# test needs it and its build adds minutes to CI.
+#
 # Which version. Istio tags its releases "1.31.0" (no "v"), which are not
 # module versions, so the module proxy serves istio.io/istio only as
 # pseudo-versions; queries for @release-1.31 and @1.31.x are refused (403).
@@ -29,10 +34,10 @@
 #
 # How it is built: as Istio's Makefile.core.mk builds release binaries, with
 # CGO_ENABLED=0, -trimpath and its build tags (AGENT_TAGS for pilot-agent,
-# STANDARD_TAGS for istioctl), but without its -X version ldflags: the
-# binaries report version "unknown", exactly like the locally built agent and
-# istioctl recorded in ../shared/reference/security (node metadata
-# ISTIO_VERSION "unknown"). -s -w drop the symbol table and DWARF only.
+# STANDARD_TAGS for istioctl and pilot-discovery), but without its -X version
+# ldflags: the binaries report version "unknown", exactly like the locally
+# built agent and istioctl recorded in ../shared/reference/security (node
+# metadata ISTIO_VERSION "unknown"). -s -w drop the symbol table and DWARF only.
 # The first build takes several minutes on 2 cores; later runs return at once.
 set -euo pipefail
 
@@ -41,7 +46,22 @@ AGENT_TAGS="agent,disable_pgv,grpcnotrace,retrynotrace" # Istio's Makefile.core.
 STANDARD_TAGS="vtprotobuf,disable_pgv"                  # Istio's Makefile.core.mk
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/istiod-testbin/istio-${ISTIO_VERSION}"
 
-built() { [ -f "$cache/pilot-agent" ] && [ -x "$cache/pilot-agent" ] && [ -f "$cache/istioctl" ] && [ -x "$cache/istioctl" ]; }
+bins="pilot-agent istioctl"
+case "${1:-}" in
+"") ;;
+--peer) bins="pilot-discovery" ;;
+*)
+	echo "usage: $0 [--peer]" >&2
+	exit 2
+	;;
+esac
+
+built() {
+	local b
+	for b in $bins; do
+		[ -f "$cache/$b" ] && [ -x "$cache/$b" ] || return 1
+	done
+}
 
 if built; then
 	echo "$cache"
@@ -59,7 +79,7 @@ if built; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/istiobin.XXXXXX")
-cleanup() { rm -rf "$work" "$cache/.pilot-agent.tmp" "$cache/.istioctl.tmp"; }
+cleanup() { rm -rf "$work" "$cache/.pilot-agent.tmp" "$cache/.istioctl.tmp" "$cache/.pilot-discovery.tmp"; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -79,6 +99,7 @@ package tools
 import (
 	_ "istio.io/istio/istioctl/cmd/istioctl"
 	_ "istio.io/istio/pilot/cmd/pilot-agent"
+	_ "istio.io/istio/pilot/cmd/pilot-discovery"
 )
 GO
 
@@ -86,14 +107,15 @@ gobuild() { # tags output package
 	( cd "$work" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -tags="$1" -ldflags="-s -w" -o "$2" "$3" )
 }
 
-echo "building Istio pilot-agent and istioctl istio.io/istio@$ISTIO_VERSION (several minutes once per machine)" >&2
+echo "building Istio $bins istio.io/istio@$ISTIO_VERSION (several minutes once per machine)" >&2
 start=$SECONDS
 ( cd "$work" && GOFLAGS=-mod=mod go mod tidy ) >&2
-for bin in pilot-agent istioctl; do
+for bin in $bins; do
 	[ -x "$cache/$bin" ] && continue
 	case $bin in
 	pilot-agent) gobuild "$AGENT_TAGS" "$cache/.pilot-agent.tmp" istio.io/istio/pilot/cmd/pilot-agent >&2 ;;
 	istioctl) gobuild "$STANDARD_TAGS" "$cache/.istioctl.tmp" istio.io/istio/istioctl/cmd/istioctl >&2 ;;
+	pilot-discovery) gobuild "$STANDARD_TAGS" "$cache/.pilot-discovery.tmp" istio.io/istio/pilot/cmd/pilot-discovery >&2 ;;
 	esac
 	chmod 0755 "$cache/.$bin.tmp"
 	mv -f "$cache/.$bin.tmp" "$cache/$bin" # same directory: an atomic rename

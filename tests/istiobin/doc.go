@@ -16,6 +16,10 @@
 // built agent recorded in ../shared/reference/security; their embedded build
 // information names istio.io/istio@Version and istio.io/api v1.31.x.
 //
+// Istio's pilot-discovery, the control plane tests/loadtest measures side by
+// side with this istiod, is built into the same directory on demand only
+// (`make peerbin`, hack/istiobin.sh --peer); PilotDiscovery returns its path.
+//
 // # The agent, proxyless
 //
 // PrepareAgentDir writes the files the agent reads, at the paths it reads

@@ -66,6 +66,19 @@ func Istioctl(t testing.TB) string {
 	return binary(t, "istioctl")
 }
 
+// PilotDiscovery returns the path of Istio's own pilot-discovery, the
+// benchmark peer of tests/loadtest, or an error naming `make peerbin` when it
+// is not built. It is not part of `make testbin` (no test needs it), and it
+// takes no testing.TB because the load test is a command.
+func PilotDiscovery() (string, error) {
+	p, err := find("pilot-discovery")
+	if err != nil {
+		return "", fmt.Errorf("Istio's pilot-discovery (istio.io/istio@%s) is not built: %v; run `make peerbin` "+
+			"(hack/istiobin.sh --peer builds it once per machine, several minutes)", version(), err)
+	}
+	return p, nil
+}
+
 func binary(t testing.TB, name string) string {
 	t.Helper()
 	p, err := find(name)

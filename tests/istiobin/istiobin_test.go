@@ -4,6 +4,7 @@ import (
 	"debug/buildinfo"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -310,4 +311,22 @@ func TestProxyStatusTokenThroughKubeconfig(t *testing.T) {
 		t.Errorf("with the service account, want a failure to reach %s, got:\n%s", addr, out)
 	}
 	t.Logf("istioctl, with a token but no istiod: %s", strings.TrimSpace(out))
+}
+
+// The script takes --peer (pilot-discovery alone) and nothing else; an
+// unknown argument is refused before anything is built.
+func TestScriptArguments(t *testing.T) {
+	script := filepath.Join("..", "..", "hack", "istiobin.sh")
+	out, err := exec.Command(script, "--bogus").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "usage:") {
+		t.Errorf("--bogus: %v, %s", err, out)
+	}
+	b, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^--peer\) bins="pilot-discovery" ;;$`).Match(b) {
+		t.Error("hack/istiobin.sh --peer does not build pilot-discovery alone")
+	}
 }

@@ -1,10 +1,103 @@
-// Command loadtest connects N simulated sidecars to a real istiod over delta
-// ADS and measures time to full config and, after one VirtualService edit,
-// time until every sidecar has the new routes, with istiod's CPU and memory.
+// Command loadtest connects N simulated sidecars to a real control plane
+// over delta ADS and measures time to full config and, after a
+// VirtualService edit (repeated -repeat times), time until every sidecar
+// has the new routes, with the control plane's CPU and memory.
 //
 //	go run ./tests/loadtest -n 1000 -services 100
+//	go run ./tests/loadtest -kube -istiod self,peer -n 100 -services 500 -namespaces 10 -repeat 5
 //
-// It generates a mesh directory, builds and starts cmd/istiod on free
-// loopback ports, and stops it at the end. It exits non-zero when a sidecar
-// failed, a response broke a wire rule, or a phase did not complete.
+// Run it from the repository (it builds ./cmd/istiod, and -kube reads
+// manifests/crds/). It exits non-zero when a sidecar failed, a response
+// broke a wire rule, or a phase did not complete.
+//
+// # The mesh
+//
+// S services spread over the namespaces ns-0…: per service a ServiceEntry
+// (a VIP, one HTTP port 9080, STATIC resolution, a workloadSelector), a
+// DestinationRule (subsets v1 and v2 and a traffic policy) and a
+// VirtualService (a header match to v2, then a weighted v1/v2 split), and
+// one WorkloadEntry per simulated sidecar, which is the sidecar's own
+// address (sidecar i belongs to service i mod S). The change moves the
+// weights of service 0's VirtualService; round r gives v2 the weight 10+r,
+// a value no other round had, so that a sidecar reports the round whose
+// routes it got and late pushes of an earlier round are not counted.
+//
+// ServiceEntries and WorkloadEntries rather than Services, EndpointSlices
+// and Pods: they are the same objects in both modes, both control planes
+// join a sidecar to its service through the WorkloadEntry of its address,
+// and without a kube-controller-manager and kubelets Pods would need their
+// status written by hand for EndpointSlices to count. The figures therefore
+// exercise the ServiceEntry registry, not the Kubernetes one.
+//
+// # Modes
+//
+// Files (the default): the mesh is written to a directory that istiod
+// watches (--configDir). Only this repository's istiod reads it.
+//
+// Kubernetes (-kube): a real etcd and kube-apiserver on loopback
+// (tests/kube, the binaries of `make testbin`) with the CRDs of
+// manifests/crds/; the mesh is created through the API, the change is a
+// merge patch of the VirtualService's spec, and each control plane gets a
+// kubeconfig (client certificate, admin) and runs in namespace
+// istio-system.
+//
+// -istiod names the control planes, comma-separated, measured one after the
+// other on the same mesh (the same directory or the same API server, the
+// VirtualService set back to its initial weights before each): "self"
+// builds ./cmd/istiod (the default), "peer" is Istio's own pilot-discovery
+// (the release-1.31 commit of hack/istiobin.sh, built into the same cache
+// as pilot-agent by `make peerbin`), any other entry is a path whose flavor
+// is read from the binary's Go build information (main package
+// github.com/meshplane/istiod/cmd/istiod or
+// istio.io/istio/pilot/cmd/pilot-discovery), or flavor=path with flavor
+// meshplane or istio. With more than one, a side-by-side table follows
+// the reports.
+//
+// # Command lines
+//
+// Both get `discovery --meshConfig <file> --httpAddr --monitoringAddr
+// --grpcAddr --secureGRPCAddr` on free loopback ports, --httpsAddr
+// 127.0.0.1:0, a working directory of their own (where each keeps its CA
+// and certificates under its relative default paths), POD_NAMESPACE,
+// POD_NAME, and PILOT_MAX_REQUESTS_PER_SECOND=100000: the default new-stream
+// rate limit (25 a second) would only measure the limit. Ours gets
+// --configDir and --fileResync 1h, or --kubeconfig and --namespace.
+// Istio's pilot-discovery gets --kubeconfig, --namespace, --networksConfig
+// of a missing file (no networks) and --ctrlz_port 0 (ControlZ would take
+// the fixed port 9876); otherwise it runs with its defaults, as users run
+// it: its CA on (a self-signed root in Secret istio-ca-secret, its serving
+// certificate under ./var/run/secrets/istio-dns), the sidecar injector
+// skipped (no template ConfigMap), webhook configurations patched only
+// when they exist, XDS_AUTH on but not applied to plaintext connections,
+// which the sidecars use. It runs without a cluster network: every address
+// is on loopback and nothing it needs (DNS, cloud metadata, a pod) exists.
+//
+// # What is measured
+//
+// Per control plane: time to /ready; after -settle of idling, the CPU
+// seconds of startup, RSS (VmRSS) and the live heap (HeapAlloc after a
+// forced GC, from the text form of /debug/pprof/heap on the HTTP port,
+// which both serve to loopback callers) with no sidecar; the time from the
+// first dial to the last sidecar's full config (CDS, EDS, LDS, RDS, with
+// the target route); per change round the time from the edit to the last
+// sidecar's new route (the report's total is the median of the rounds);
+// the CPU seconds of each phase; and at the end, with every sidecar still
+// connected, RSS, peak RSS (VmHWM) and the live heap again, and the RSS and
+// heap each sidecar adds over the no-sidecar baseline.
+//
+// By default every sidecar dials at once (-dial-concurrency only bounds the
+// connections being opened): the worst case of a control plane restart.
+// -max-syncing N is a ramp instead: at most N sidecars between their first
+// dial and full config, the next dialing when one is done; the total time
+// to full config then includes the queueing, the per-sidecar times do not.
+// The tool runs on the same machine as the control plane and the API
+// server, and its CPU seconds are reported beside theirs: on a small
+// machine it competes with what it measures.
+//
+// Every sidecar checks the wire rules on every delta response (type URL,
+// system version, unique nonces, named resources of the response's type,
+// nothing both sent and removed, names matching the content); a version on
+// each resource is required of this repository's istiod only, because the
+// protocol makes it optional and Istio's pilot-discovery leaves it empty on
+// some types.
 package main

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -59,9 +60,10 @@ type daemon struct {
 	stopped bool
 }
 
-// startIstiod runs the binary on configDir with free loopback ports; its
-// output goes to a log file. The process is killed if the tool dies.
-func startIstiod(bin, configDir, meshFile, logPath string) (*daemon, error) {
+// startIstiod runs the control plane on src with free loopback ports, in
+// working directory dir; its output goes to dir/istiod.log. The process is
+// killed if the tool dies.
+func startIstiod(t target, src source, meshFile, dir string) (*daemon, error) {
 	var addrs [4]string
 	for i := range addrs {
 		a, err := freeAddr()
@@ -70,17 +72,21 @@ func startIstiod(bin, configDir, meshFile, logPath string) (*daemon, error) {
 		}
 		addrs[i] = a
 	}
+	la := listenAddrs{http: addrs[0], monitoring: addrs[1], grpc: addrs[2], secureGRPC: addrs[3]}
+	args, env, err := commandLine(t.flavor, src, meshFile, dir, la)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "istiod.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{http: addrs[0], grpc: addrs[2], logPath: logPath, exited: make(chan struct{})}
-	d.cmd = exec.Command(bin, "discovery", "--configDir", configDir, "--meshConfig", meshFile,
-		"--httpAddr", addrs[0], "--monitoringAddr", addrs[1], "--grpcAddr", addrs[2], "--secureGRPCAddr", addrs[3], "--httpsAddr", "127.0.0.1:0", "--fileResync", "1h")
+	d := &daemon{http: la.http, grpc: la.grpc, logPath: logPath, exited: make(chan struct{})}
+	d.cmd = exec.Command(t.bin, args...)
+	d.cmd.Dir = dir
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	// the load test measures capacity: Istio's new-stream rate limit
-	// (25/s on two cores) would only measure the limit
-	d.cmd.Env = append(os.Environ(), "ISTIOD_CA_DIR="+filepath.Join(filepath.Dir(logPath), "ca"), "PILOT_MAX_REQUESTS_PER_SECOND=100000")
+	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()
@@ -115,6 +121,37 @@ func (d *daemon) heapProfile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// liveHeap forces a GC in istiod and reads its live heap (HeapAlloc) from
+// the text form of /debug/pprof/heap, which both control planes serve on
+// their HTTP port to loopback callers.
+func (d *daemon) liveHeap() (int64, error) {
+	client := &http.Client{Timeout: time.Minute}
+	resp, err := client.Get("http://" + d.http + "/debug/pprof/heap?gc=1&debug=1")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s", resp.Status)
+	}
+	return parseHeapAlloc(resp.Body)
+}
+
+// parseHeapAlloc finds the "# HeapAlloc = N" line of a text heap profile.
+func parseHeapAlloc(r io.Reader) (int64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no HeapAlloc line in the heap profile")
 }
 
 // waitReady polls /ready; the deadline only guards against a hang.

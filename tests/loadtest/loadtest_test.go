@@ -2,11 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/meshplane/istiod/pilot/pkg/xds"
 )
 
 // binary is istiod, built once for the package's tests and benchmarks.
@@ -84,4 +95,293 @@ func BenchmarkConvergence(b *testing.B) {
 	b.ReportMetric(conv/n, "ms-converge")
 	b.ReportMetric(cpu/n, "istiod-cpu-s")
 	b.ReportMetric(rss/n, "istiod-rss-MiB")
+}
+
+// The same scenario from a real API server: the mesh created as objects,
+// the change made twice as patches, each round converged by every sidecar;
+// the sidecars ramp up two at a time, and three of them scan rather than
+// decode what they receive.
+func TestLoadKube(t *testing.T) {
+	o := Options{Proxies: 4, Services: 3, Namespaces: 2, DialConcurrency: 4, ValidateSidecars: 1,
+		Timeout: time.Minute, Kube: true, Repeat: 2, MaxSyncing: 2, Istiod: "meshplane=" + binary}
+	rs, err := RunAll(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("%d reports, want 1", len(rs))
+	}
+	r := rs[0]
+	if !r.OK() {
+		var sb strings.Builder
+		r.Print(&sb)
+		t.Fatalf("load test failed:\n%s", sb.String())
+	}
+	if r.Source != "kube-apiserver" || len(r.Rounds) != 2 || len(r.ConvergeEach) != 2*4 {
+		t.Errorf("source %q, rounds %v, %d convergence samples", r.Source, r.Rounds, len(r.ConvergeEach))
+	}
+	if r.IstiodBaselineHeap == 0 || r.IstiodHeap == 0 {
+		t.Errorf("live heap not read: baseline %d, end %d", r.IstiodBaselineHeap, r.IstiodHeap)
+	}
+}
+
+var testAddrs = listenAddrs{http: "127.0.0.1:1", monitoring: "127.0.0.1:2", grpc: "127.0.0.1:3", secureGRPC: "127.0.0.1:4"}
+
+// flagValue returns the value after flag in args, and whether it is there.
+func flagValue(args []string, flag string) (string, bool) {
+	i := slices.Index(args, flag)
+	if i < 0 || i+1 >= len(args) {
+		return "", false
+	}
+	return args[i+1], true
+}
+
+func TestCommandLineOursFiles(t *testing.T) {
+	args, env, err := commandLine(flavorOurs, source{configDir: "/m"}, "/mesh.yaml", "/w", testAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args[0] != "discovery" {
+		t.Errorf("args %v do not start with discovery", args)
+	}
+	want := map[string]string{"--configDir": "/m", "--meshConfig": "/mesh.yaml", "--httpAddr": "127.0.0.1:1",
+		"--monitoringAddr": "127.0.0.1:2", "--grpcAddr": "127.0.0.1:3", "--secureGRPCAddr": "127.0.0.1:4", "--httpsAddr": "127.0.0.1:0"}
+	for f, v := range want {
+		if got, _ := flagValue(args, f); got != v {
+			t.Errorf("%s = %q, want %q (args %v)", f, got, v, args)
+		}
+	}
+	if _, ok := flagValue(args, "--kubeconfig"); ok {
+		t.Errorf("file mode with --kubeconfig: %v", args)
+	}
+	for _, e := range []string{"PILOT_MAX_REQUESTS_PER_SECOND=100000", "ISTIOD_CA_DIR=" + filepath.Join("/w", "ca")} {
+		if !slices.Contains(env, e) {
+			t.Errorf("env %v lacks %s", env, e)
+		}
+	}
+}
+
+func TestCommandLineKube(t *testing.T) {
+	for _, fl := range []flavor{flavorOurs, flavorIstio} {
+		args, env, err := commandLine(fl, source{kubeconfig: "/k"}, "/mesh.yaml", "/w", testAddrs)
+		if err != nil {
+			t.Fatal(fl, err)
+		}
+		for f, v := range map[string]string{"--kubeconfig": "/k", "--namespace": "istio-system", "--grpcAddr": "127.0.0.1:3", "--httpAddr": "127.0.0.1:1"} {
+			if got, _ := flagValue(args, f); got != v {
+				t.Errorf("%s: %s = %q, want %q", fl, f, got, v)
+			}
+		}
+		if _, ok := flagValue(args, "--configDir"); ok {
+			t.Errorf("%s: kube mode with --configDir: %v", fl, args)
+		}
+		if !slices.Contains(env, "POD_NAMESPACE=istio-system") || !slices.Contains(env, "PILOT_MAX_REQUESTS_PER_SECOND=100000") {
+			t.Errorf("%s: env %v", fl, env)
+		}
+		// Istio's pilot-discovery would listen on the fixed ControlZ port
+		// 9876; ours has no such flag and would refuse it
+		port, ok := flagValue(args, "--ctrlz_port")
+		if (fl == flavorIstio) != (ok && port == "0") {
+			t.Errorf("%s: --ctrlz_port %q (present %v)", fl, port, ok)
+		}
+		hasCADir := slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "ISTIOD_CA_DIR=") })
+		if hasCADir != (fl == flavorOurs) {
+			t.Errorf("%s: ISTIOD_CA_DIR in env: %v", fl, hasCADir)
+		}
+	}
+}
+
+func TestCommandLineErrors(t *testing.T) {
+	if _, _, err := commandLine(flavorIstio, source{configDir: "/m"}, "/mesh.yaml", "/w", testAddrs); err == nil {
+		t.Error("Istio's pilot-discovery on files: no error")
+	}
+	if _, _, err := commandLine(flavorOurs, source{}, "/mesh.yaml", "/w", testAddrs); err == nil {
+		t.Error("no source: no error")
+	}
+	if _, _, err := commandLine(flavorOurs, source{configDir: "/m", kubeconfig: "/k"}, "/mesh.yaml", "/w", testAddrs); err == nil {
+		t.Error("two sources: no error")
+	}
+}
+
+func TestFlavorOfPackage(t *testing.T) {
+	for pkg, want := range map[string]flavor{
+		"github.com/meshplane/istiod/cmd/istiod":   flavorOurs,
+		"istio.io/istio/pilot/cmd/pilot-discovery": flavorIstio,
+	} {
+		if got, err := flavorOfPackage("bin", pkg); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", pkg, got, err, want)
+		}
+	}
+	if _, err := flavorOfPackage("bin", "istio.io/istio/pilot/cmd/pilot-agent"); err == nil {
+		t.Error("pilot-agent taken for a control plane")
+	}
+}
+
+// The binary the tests built is recognised from its build information.
+func TestDetectFlavorOfBuiltIstiod(t *testing.T) {
+	if f, err := detectFlavor(binary); err != nil || f != flavorOurs {
+		t.Errorf("detectFlavor(%s) = %q, %v", binary, f, err)
+	}
+	script := filepath.Join(t.TempDir(), "x.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := detectFlavor(script); err == nil || !strings.Contains(err.Error(), "istio="+script) {
+		t.Errorf("a script: %v, want an error naming the explicit form", err)
+	}
+}
+
+func TestParseTargets(t *testing.T) {
+	ts, err := parseTargets("")
+	if err != nil || len(ts) != 1 || ts[0].flavor != flavorOurs || ts[0].bin != "" {
+		t.Fatalf("empty: %+v, %v", ts, err)
+	}
+	ts, err = parseTargets("self, istio=/opt/pilot-discovery,meshplane=/x/istiod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []target{{flavor: flavorOurs}, {bin: "/opt/pilot-discovery", flavor: flavorIstio}, {bin: "/x/istiod", flavor: flavorOurs}}
+	for i := range want {
+		if i >= len(ts) || ts[i].bin != want[i].bin || ts[i].flavor != want[i].flavor || ts[i].name == "" {
+			t.Fatalf("targets %+v, want %+v", ts, want)
+		}
+	}
+	for _, bad := range []string{"self,,peer", "envoy=/x", filepath.Join(t.TempDir(), "missing")} {
+		if _, err := parseTargets(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// The API objects are those of the file mode: per service a ServiceEntry,
+// a DestinationRule, a VirtualService and one WorkloadEntry per sidecar
+// (or a static one), in the service's namespace, all networking.istio.io/v1.
+func TestMeshObjects(t *testing.T) {
+	m := &mesh{services: 4, namespaces: 2, proxies: 6}
+	objs, err := (&kubeMesh{m: m}).objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	byName := map[string]*unstructured.Unstructured{}
+	for _, u := range objs {
+		count[u.GetKind()]++
+		byName[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = u
+		if u.GetAPIVersion() != "networking.istio.io/v1" {
+			t.Errorf("%s %s: apiVersion %s", u.GetKind(), u.GetName(), u.GetAPIVersion())
+		}
+	}
+	// services 0 and 1 have two sidecars each, 2 and 3 one each
+	if count["ServiceEntry"] != 4 || count["DestinationRule"] != 4 || count["VirtualService"] != 4 || count["WorkloadEntry"] != 6 {
+		t.Errorf("kinds: %v", count)
+	}
+	we := byName["WorkloadEntry/ns-0/pod-4"] // proxy 4 is of service 0 (ns-0), version v1
+	if we == nil {
+		t.Fatalf("no WorkloadEntry pod-4 in ns-0; have %v", keys(byName))
+	}
+	if addr, _, _ := unstructured.NestedString(we.Object, "spec", "address"); addr != proxyIP(4) {
+		t.Errorf("pod-4 address %q, want %s", addr, proxyIP(4))
+	}
+	if v, _, _ := unstructured.NestedString(we.Object, "spec", "labels", "version"); v != "v1" {
+		t.Errorf("pod-4 version %q", v)
+	}
+	se := byName["ServiceEntry/ns-1/svc-3"]
+	if se == nil {
+		t.Fatal("no ServiceEntry svc-3 in ns-1")
+	}
+	if hosts, _, _ := unstructured.NestedStringSlice(se.Object, "spec", "hosts"); !slices.Equal(hosts, []string{m.serviceHost(3)}) {
+		t.Errorf("svc-3 hosts %v", hosts)
+	}
+	// fewer sidecars than services: a static endpoint
+	small := &mesh{services: 3, namespaces: 1, proxies: 1}
+	objs, err = (&kubeMesh{m: small}).objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := 0
+	for _, u := range objs {
+		if u.GetKind() == "WorkloadEntry" && strings.HasSuffix(u.GetName(), "-static") {
+			static++
+		}
+	}
+	if static != 2 {
+		t.Errorf("%d static WorkloadEntries, want 2", static)
+	}
+}
+
+func keys(m map[string]*unstructured.Unstructured) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Every round's weights are new, positive, and add up to 100.
+func TestChangedWeights(t *testing.T) {
+	seen := map[int]bool{initialV2: true}
+	for r := 1; r <= maxRounds; r++ {
+		v1, v2 := changedWeights(r)
+		if v1 <= 0 || v2 <= 0 || v1+v2 != 100 || seen[v2] {
+			t.Fatalf("round %d: %d/%d", r, v1, v2)
+		}
+		seen[v2] = true
+	}
+	if v1, v2 := changedWeights(0); v1 != initialV1 || v2 != initialV2 {
+		t.Errorf("round 0: %d/%d", v1, v2)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{{nil, 0}, {[]time.Duration{3}, 3}, {[]time.Duration{5, 1, 3}, 3}, {[]time.Duration{4, 1, 3, 2}, 2}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestParseHeapAlloc(t *testing.T) {
+	text := "heap profile: 1: 2 [3: 4] @ heap/1048576\n1: 2 [3: 4] @ 0x1\n\n# runtime.MemStats\n# Alloc = 100\n# TotalAlloc = 900\n# HeapAlloc = 12345\n# HeapInuse = 20000\n"
+	if got, err := parseHeapAlloc(strings.NewReader(text)); err != nil || got != 12345 {
+		t.Errorf("parseHeapAlloc = %d, %v", got, err)
+	}
+	if _, err := parseHeapAlloc(strings.NewReader("# Alloc = 1\n")); err == nil {
+		t.Error("no HeapAlloc line: no error")
+	}
+}
+
+// The scan of a route configuration finds the target's virtual host among
+// the others, and checks the name as a decode would.
+func TestScanVirtualHost(t *testing.T) {
+	rc := &routev3.RouteConfiguration{Name: "9080", VirtualHosts: []*routev3.VirtualHost{
+		{Name: "a:9080", Domains: []string{"a"}},
+		{Name: "target:9080", Domains: []string{"target"}, Routes: []*routev3.Route{{Name: "r"}}},
+		{Name: "b:9080"},
+	}}
+	res := func(name string, m proto.Message) *discovery.Resource {
+		a, err := anypb.New(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &discovery.Resource{Name: name, Resource: a}
+	}
+	vh, err := scanVirtualHost(res("9080", rc), "target:9080")
+	if err != nil || vh == nil || vh.GetDomains()[0] != "target" || vh.GetRoutes()[0].GetName() != "r" {
+		t.Fatalf("scan = %v, %v", vh, err)
+	}
+	if vh, err := scanVirtualHost(res("9080", rc), "missing:9080"); err != nil || vh != nil {
+		t.Errorf("absent host: %v, %v", vh, err)
+	}
+	var we *wireError
+	if _, err := scanVirtualHost(res("8080", rc), "target:9080"); !errors.As(err, &we) {
+		t.Errorf("wrong name: %v, want a wire error", err)
+	}
+	bad := &discovery.Resource{Name: "9080", Resource: &anypb.Any{TypeUrl: xds.RouteType, Value: []byte{0x12, 0x40, 0x01}}}
+	if _, err := scanVirtualHost(bad, "target:9080"); !errors.As(err, &we) {
+		t.Errorf("truncated: %v, want a wire error", err)
+	}
 }

@@ -16,9 +16,13 @@ func main() {
 	flag.IntVar(&o.Services, "services", o.Services, "services (ServiceEntry, DestinationRule and VirtualService each)")
 	flag.IntVar(&o.Namespaces, "namespaces", o.Namespaces, "namespaces the services and sidecars are spread over")
 	flag.IntVar(&o.DialConcurrency, "dial-concurrency", o.DialConcurrency, "connections opened at once")
+	flag.IntVar(&o.MaxSyncing, "max-syncing", 0, "at most this many sidecars between first dial and full config (a ramp; 0: all at once)")
 	flag.IntVar(&o.ValidateSidecars, "validate", o.ValidateSidecars, "sidecars that decode every resource and run ValidateAll on it (the others check the wire rules)")
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound on each phase (a hang guard, not a target)")
-	flag.StringVar(&o.Binary, "istiod", "", "istiod binary to run (default: build ./cmd/istiod)")
+	flag.StringVar(&o.Istiod, "istiod", "", "control planes to measure one after the other, comma-separated: self (build ./cmd/istiod, the default), peer (Istio's pilot-discovery, `make peerbin`), a path, or meshplane=PATH / istio=PATH")
+	flag.BoolVar(&o.Kube, "kube", false, "serve the mesh from a real kube-apiserver + etcd (tests/kube) instead of files; needed for Istio's pilot-discovery")
+	flag.IntVar(&o.Repeat, "repeat", o.Repeat, "times the VirtualService is changed; the report gives the median")
+	flag.DurationVar(&o.Settle, "settle", o.Settle, "idle time after istiod is ready before its no-sidecar memory is read")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the work directory (generated mesh, istiod log)")
 	flag.StringVar(&o.IstiodHeapProfile, "istiod-heapprofile", "", "write istiod's heap profile at the end (sidecars still connected) to this file")
 	quiet := flag.Bool("q", false, "no progress lines")
@@ -40,13 +44,22 @@ func main() {
 		o.Log = os.Stderr
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	r, err := Run(ctx, o)
+	rs, err := RunAll(ctx, o)
 	stop()
+	for i, r := range rs {
+		if i > 0 {
+			fmt.Println()
+		}
+		r.Print(os.Stdout)
+	}
+	if len(rs) > 1 {
+		fmt.Println()
+		PrintComparison(os.Stdout, rs)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(2)
 	}
-	r.Print(os.Stdout)
 	if *memProfile != "" {
 		if f, err := os.Create(*memProfile); err == nil {
 			_ = pprof.WriteHeapProfile(f)
@@ -54,7 +67,9 @@ func main() {
 		}
 	}
 	pprof.StopCPUProfile()
-	if !r.OK() {
-		os.Exit(1)
+	for _, r := range rs {
+		if !r.OK() {
+			os.Exit(1)
+		}
 	}
 }

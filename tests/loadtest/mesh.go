@@ -11,12 +11,10 @@ import (
 // also the name of the route configuration the sidecars ask for.
 const meshPort = 9080
 
-// Initial and edited weights of the target VirtualService's subsets. The
-// change is observed as the v2 weight going from initialV2 to changedV2.
-const (
-	initialV1, initialV2 = 90, 10
-	changedV1, changedV2 = 10, 90
-)
+// Initial weights of the target VirtualService's subsets; each change
+// round moves them (changedWeights), and the change is observed as the v2
+// weight of that round.
+const initialV1, initialV2 = 90, 10
 
 // mesh is the generated directory of Istio config: S services (ServiceEntry
 // with a VIP, one HTTP port, workloadSelector), one WorkloadEntry per
@@ -82,15 +80,23 @@ func (m *mesh) vsPath(i int) string {
 // one file with its ServiceEntry, WorkloadEntries and DestinationRule, and
 // one file with its VirtualService (so that the change touches one file).
 func (m *mesh) write() error {
-	workloads := make([][]int, m.services)
-	for p := 0; p < m.proxies; p++ {
-		s := m.proxyService(p)
-		workloads[s] = append(workloads[s], p)
-	}
 	for s := 0; s < m.services; s++ {
-		ns, name, host := m.serviceNamespace(s), serviceName(s), m.serviceHost(s)
-		var b strings.Builder
-		fmt.Fprintf(&b, `apiVersion: networking.istio.io/v1
+		if err := writeAtomic(filepath.Join(m.dir, m.serviceNamespace(s), serviceName(s)+".yaml"), strings.Join(m.serviceDocs(s), "---\n")); err != nil {
+			return err
+		}
+		if err := writeAtomic(m.vsPath(s), m.virtualService(s, initialV1, initialV2)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serviceDocs are the YAML documents of service s but its VirtualService:
+// the ServiceEntry, the DestinationRule and one WorkloadEntry per sidecar of
+// the service (a static one when it has none).
+func (m *mesh) serviceDocs(s int) []string {
+	ns, name, host := m.serviceNamespace(s), serviceName(s), m.serviceHost(s)
+	docs := []string{fmt.Sprintf(`apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: %s, namespace: %s}
 spec:
@@ -100,8 +106,7 @@ spec:
   location: MESH_INTERNAL
   resolution: STATIC
   workloadSelector: {labels: {app: %s}}
----
-apiVersion: networking.istio.io/v1
+`, name, ns, host, serviceVIP(s), meshPort, name), fmt.Sprintf(`apiVersion: networking.istio.io/v1
 kind: DestinationRule
 metadata: {name: %s, namespace: %s}
 spec:
@@ -113,35 +118,30 @@ spec:
   subsets:
   - {name: v1, labels: {version: v1}}
   - {name: v2, labels: {version: v2}}
-`, name, ns, host, serviceVIP(s), meshPort, name, name, ns, host)
-		// every service has endpoints, even with fewer sidecars than services
-		eps := workloads[s]
-		if len(eps) == 0 {
-			eps = []int{-1 - s}
+`, name, ns, host)}
+	// every service has endpoints, even with fewer sidecars than services
+	var eps []int
+	for p := s; p < m.proxies; p += m.services { // proxyService(p) == s
+		eps = append(eps, p)
+	}
+	if len(eps) == 0 {
+		eps = []int{-1 - s}
+	}
+	for _, p := range eps {
+		ip, version, wname := fmt.Sprintf("10.200.%d.%d", s/256, s%256), "v1", name+"-static"
+		if p >= 0 {
+			ip, version, wname = proxyIP(p), proxyVersion(p), fmt.Sprintf("pod-%d", p)
 		}
-		for _, p := range eps {
-			ip, version, wname := fmt.Sprintf("10.200.%d.%d", s/256, s%256), "v1", name+"-static"
-			if p >= 0 {
-				ip, version, wname = proxyIP(p), proxyVersion(p), fmt.Sprintf("pod-%d", p)
-			}
-			fmt.Fprintf(&b, `---
-apiVersion: networking.istio.io/v1
+		docs = append(docs, fmt.Sprintf(`apiVersion: networking.istio.io/v1
 kind: WorkloadEntry
 metadata: {name: %s, namespace: %s}
 spec:
   address: %s
   labels: {app: %s, version: %s}
   serviceAccount: %s
-`, wname, ns, ip, name, version, name)
-		}
-		if err := writeAtomic(filepath.Join(m.dir, ns, name+".yaml"), b.String()); err != nil {
-			return err
-		}
-		if err := writeAtomic(m.vsPath(s), m.virtualService(s, initialV1, initialV2)); err != nil {
-			return err
-		}
+`, wname, ns, ip, name, version, name))
 	}
-	return nil
+	return docs
 }
 
 func (m *mesh) virtualService(i, w1, w2 int) string {
@@ -162,9 +162,19 @@ spec:
 `, serviceName(i), m.serviceNamespace(i), host, host, host, w1, host, w2)
 }
 
-// change rewrites the target VirtualService with the new weights.
-func (m *mesh) change() error {
-	return writeAtomic(m.vsPath(0), m.virtualService(0, changedV1, changedV2))
+// changedWeights are the target's subset weights after change round r
+// (1-based): v2 gets initialV2+r, a value no earlier round had, so a
+// sidecar can tell the routes of round r from those of any other.
+func changedWeights(r int) (v1, v2 int) { return initialV1 - r, initialV2 + r }
+
+// maxRounds keeps the weights of every round positive.
+const maxRounds = initialV1 - 1
+
+// change rewrites the target VirtualService with the weights of round r
+// (0: the initial ones).
+func (m *mesh) change(r int) error {
+	v1, v2 := changedWeights(r)
+	return writeAtomic(m.vsPath(0), m.virtualService(0, v1, v2))
 }
 
 const meshConfig = `# mesh config of the load test

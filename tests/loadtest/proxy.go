@@ -41,8 +41,9 @@ var hcmTypeURL = "type.googleapis.com/" + string(proto.MessageName(&hcm.HttpConn
 // keeps only resource names, not decoded resources, so that a thousand of
 // them fit in a modest amount of memory; names are interned, all sidecars
 // share one copy of each. Validating sidecars decode every resource and run
-// ValidateAll on it; the others decode what they act on (listeners, routes)
-// and only walk the wire structure of clusters and endpoints, which keeps
+// ValidateAll on it; the others decode what they act on (listeners, and of
+// a route configuration the target's virtual host) and only walk the wire
+// structure of clusters, endpoints and the rest of the routes, which keeps
 // the tool's CPU for istiod on a small machine.
 
 // wireError is a response that broke a protocol rule.
@@ -64,10 +65,11 @@ const (
 )
 
 type proxyEvent struct {
-	id   int
-	kind eventKind
-	at   time.Time
-	err  error
+	id    int
+	kind  eventKind
+	at    time.Time
+	err   error
+	round int32 // of an evChanged
 }
 
 // counters are shared by all sidecars.
@@ -136,17 +138,29 @@ type proxy struct {
 	nodeID   string
 	meta     map[string]any
 	validate bool
+	// versioned requires a version on every delta resource, a rule of
+	// this repository's istiod; the protocol makes it optional, Envoy
+	// does without, and Istio's pilot-discovery sends none on some types
+	versioned bool
 	// the route that changes: virtual host and weighted cluster
 	targetVHost, targetCluster string
 
 	events chan<- proxyEvent
 	count  *counters
+	// round is the change round under way (0 before the first), set by
+	// the runner before it edits the VirtualService
+	round *atomic.Int32
 	// work bounds the sidecars decoding at once, so that the transports'
 	// goroutines (keepalive pings, flow control) are not queued behind a
 	// thousand decoders
 	work chan struct{}
 
 	start time.Time // when its dial began (read by the runner after an event)
+
+	// syncSlots, when set, bounds the sidecars between their first dial
+	// and full config; syncing says this one holds a slot
+	syncSlots chan struct{}
+	syncing   bool
 
 	stream    discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
 	requested map[string]bool
@@ -159,7 +173,8 @@ type proxy struct {
 	full      bool
 	sawTarget bool
 	partial   bool
-	changed   bool
+	// changedRound is the last round whose routes arrived
+	changedRound int32
 }
 
 func intern(s string) string { return unique.Make(s).Value() }
@@ -167,6 +182,15 @@ func intern(s string) string { return unique.Make(s).Value() }
 // run connects (holding a dial slot while the connection and stream open),
 // then serves the stream until ctx ends or a rule breaks.
 func (p *proxy) run(ctx context.Context, addr string, dialSlots chan struct{}) {
+	if p.syncSlots != nil {
+		select {
+		case p.syncSlots <- struct{}{}:
+			p.syncing = true
+		case <-ctx.Done():
+			return
+		}
+		defer p.endSync()
+	}
 	err := p.serve(ctx, addr, dialSlots)
 	if err != nil && ctx.Err() == nil {
 		p.events <- proxyEvent{id: p.id, kind: evFailed, at: time.Now(), err: err}
@@ -232,6 +256,15 @@ func (p *proxy) attempt(ctx context.Context, addr string, node *core.Node, dialS
 	}
 }
 
+// endSync frees the sidecar's syncing slot, once: at full config, or when
+// it ends without.
+func (p *proxy) endSync() {
+	if p.syncing {
+		p.syncing = false
+		<-p.syncSlots
+	}
+}
+
 func (p *proxy) reset() {
 	p.requested = map[string]bool{}
 	p.nonces = map[string]struct{}{}
@@ -273,8 +306,11 @@ func (p *proxy) handle(r *discovery.DeltaDiscoveryResponse) error {
 	p.count.resources[ti].Add(int64(len(r.Resources)))
 	sent := make(map[string]struct{}, len(r.Resources))
 	for _, res := range r.Resources {
-		if res.Name == "" || res.Version == "" {
-			return wireErrorf("%s delta resource without a name or version", t)
+		if res.Name == "" {
+			return wireErrorf("%s delta resource without a name", t)
+		}
+		if res.Version == "" && p.versioned {
+			return wireErrorf("%s delta resource %q without a version", t, res.Name)
 		}
 		if res.Resource.GetTypeUrl() != t {
 			return wireErrorf("resource %q of type %q in a %s response", res.Name, res.Resource.GetTypeUrl(), t)
@@ -360,6 +396,19 @@ func (p *proxy) apply(t string, res *discovery.Resource) error {
 		}
 		p.listeners[name] = routes
 	case xds.RouteType:
+		if !p.validate {
+			// a route configuration holds a virtual host per service:
+			// decode only the target's
+			vh, err := scanVirtualHost(res, p.targetVHost)
+			if err != nil {
+				return err
+			}
+			p.rds.answer(name)
+			if vh != nil {
+				p.observe(&routev3.RouteConfiguration{VirtualHosts: []*routev3.VirtualHost{vh}})
+			}
+			return nil
+		}
 		rc := &routev3.RouteConfiguration{}
 		if err := p.decode(res, rc, rc.GetName); err != nil {
 			return err
@@ -370,12 +419,84 @@ func (p *proxy) apply(t string, res *discovery.Resource) error {
 	return nil
 }
 
-// Field numbers the scan reads.
+// Field numbers the scans read.
 var (
 	clusterName = fieldNumber(&clusterv3.Cluster{}, "name")
 	clusterType = fieldNumber(&clusterv3.Cluster{}, "type")
 	claName     = fieldNumber(&endpointv3.ClusterLoadAssignment{}, "cluster_name")
+	routeName   = fieldNumber(&routev3.RouteConfiguration{}, "name")
+	routeVHosts = fieldNumber(&routev3.RouteConfiguration{}, "virtual_hosts")
+	vhostName   = fieldNumber(&routev3.VirtualHost{}, "name")
 )
+
+// scanVirtualHost walks a serialized route configuration's top-level
+// fields as scan does (the name must be the resource's) and decodes only
+// the virtual host named want; nil when there is none.
+func scanVirtualHost(res *discovery.Resource, want string) (*routev3.VirtualHost, error) {
+	bad := func(err error) error {
+		return wireErrorf("undecodable %s %q: %v", res.Resource.GetTypeUrl(), res.Name, err)
+	}
+	b := res.Resource.GetValue()
+	var found *routev3.VirtualHost
+	named := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, bad(protowire.ParseError(n))
+		}
+		b = b[n:]
+		if typ != protowire.BytesType || (num != routeName && num != routeVHosts) {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return nil, bad(protowire.ParseError(n))
+			}
+			b = b[n:]
+			continue
+		}
+		v, m := protowire.ConsumeBytes(b)
+		if m < 0 {
+			return nil, bad(protowire.ParseError(m))
+		}
+		b = b[m:]
+		if num == routeName {
+			if string(v) != res.Name {
+				return nil, wireErrorf("resource named %q carries %q", res.Name, v)
+			}
+			named = true
+			continue
+		}
+		if found == nil && bytesFieldIs(v, vhostName, want) {
+			found = &routev3.VirtualHost{}
+			if err := proto.Unmarshal(v, found); err != nil {
+				return nil, bad(err)
+			}
+		}
+	}
+	if !named {
+		return nil, wireErrorf("resource named %q carries no name", res.Name)
+	}
+	return found, nil
+}
+
+// bytesFieldIs reports whether message b has field num equal to want
+// (malformed input reports false; the caller's decode finds it).
+func bytesFieldIs(b []byte, num protowire.Number, want string) bool {
+	for len(b) > 0 {
+		f, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if f == num && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			return m >= 0 && string(v) == want
+		}
+		if n = protowire.ConsumeFieldValue(f, typ, b); n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return false
+}
 
 func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
 	return m.ProtoReflect().Descriptor().Fields().ByName(name).Number()
@@ -459,8 +580,9 @@ func (p *proxy) routeNames(l *listenerv3.Listener) ([]string, error) {
 	return out, nil
 }
 
-// observe looks for the target's weighted route: the initial weight marks
-// that the sidecar sees it, the changed weight that the change arrived.
+// observe looks for the target's weighted route: any weight marks that the
+// sidecar sees it, the weight of the current change round that the change
+// arrived.
 func (p *proxy) observe(rc *routev3.RouteConfiguration) {
 	for _, vh := range rc.GetVirtualHosts() {
 		if vh.GetName() != p.targetVHost {
@@ -471,15 +593,14 @@ func (p *proxy) observe(rc *routev3.RouteConfiguration) {
 				if wc.GetName() != p.targetCluster {
 					continue
 				}
-				switch wc.GetWeight().GetValue() {
-				case initialV2:
-					p.sawTarget = true
-				case changedV2:
-					p.sawTarget = true
-					if !p.changed && p.full {
-						p.changed = true
-						p.events <- proxyEvent{id: p.id, kind: evChanged, at: time.Now()}
-					}
+				p.sawTarget = true
+				round := p.round.Load()
+				if round == 0 || !p.full || p.changedRound >= round {
+					continue
+				}
+				if _, v2 := changedWeights(int(round)); wc.GetWeight().GetValue() == uint32(v2) {
+					p.changedRound = round
+					p.events <- proxyEvent{id: p.id, kind: evChanged, at: time.Now(), round: round}
 				}
 			}
 		}
@@ -545,5 +666,6 @@ func (p *proxy) progress() {
 		return
 	}
 	p.full = true
+	p.endSync()
 	p.events <- proxyEvent{id: p.id, kind: evFull, at: time.Now()}
 }

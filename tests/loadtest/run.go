@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshplane/istiod/tests/procstat"
@@ -23,39 +24,63 @@ type Options struct {
 	Namespaces int // services and sidecars are spread over these
 	// DialConcurrency bounds the connections being opened at once.
 	DialConcurrency int
+	// MaxSyncing, when positive, bounds the sidecars between their first
+	// dial and full config: the next connects when one is done, a ramp
+	// rather than all at once (0: all at once).
+	MaxSyncing int
 	// ValidateSidecars is how many sidecars (spread evenly) decode every
 	// resource and run ValidateAll on it; the wire rules are checked by all.
 	ValidateSidecars int
 	// Timeout bounds each phase; it guards against a hang and is not a
 	// performance target.
 	Timeout time.Duration
-	// Binary is a built istiod; empty: build cmd/istiod into the work dir.
+	// Binary is a built istiod of this repository, used when Istiod is
+	// empty; both empty: build cmd/istiod into the work dir.
 	Binary string
+	// Istiod lists the control planes to measure one after the other on
+	// the same mesh (see parseTargets): "self", "peer", paths, flavor=path.
+	Istiod string
+	// Kube serves the mesh from a real kube-apiserver + etcd (tests/kube)
+	// instead of a directory of files.
+	Kube bool
+	// Repeat is how many times the VirtualService is changed (each change
+	// waits for every sidecar); the report gives the median. Default 1.
+	Repeat int
+	// Settle is how long istiod idles after /ready before its baseline
+	// memory (no sidecar connected) is read.
+	Settle time.Duration
 	// Keep leaves the work directory (mesh, istiod log) in place.
 	Keep bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 	// IstiodHeapProfile, when set, is where istiod's heap profile is
-	// written at the end, with every sidecar still connected.
+	// written at the end, with every sidecar still connected (one file
+	// per control plane: the second gets suffix .1, and so on).
 	IstiodHeapProfile string
 }
 
 // DefaultOptions is the scenario of the issue: 1,000 sidecars, 100 services.
 func DefaultOptions() Options {
-	return Options{Proxies: 1000, Services: 100, Namespaces: 10, DialConcurrency: 64, ValidateSidecars: 50, Timeout: 2 * time.Minute}
+	return Options{Proxies: 1000, Services: 100, Namespaces: 10, DialConcurrency: 64, ValidateSidecars: 50,
+		Timeout: 2 * time.Minute, Repeat: 1, Settle: 2 * time.Second}
 }
 
-// Report holds the figures of one run.
+// Report holds the figures of one control plane's run.
 type Report struct {
+	Name   string // the control plane
+	Flavor flavor
+	Source string // "files" or "kube-apiserver"
+
 	Proxies, Services, Namespaces int
 
 	Full      int             // sidecars that got full config
 	FullEach  []time.Duration // per sidecar: dial start to full config
 	FullTotal time.Duration   // first dial to the last sidecar's full config
 
-	Converged     int             // sidecars that got the changed route
-	ConvergeEach  []time.Duration // per sidecar: file edit to the new route
-	ConvergeTotal time.Duration   // file edit to the last sidecar's new route
+	Converged     int             // sidecars that got the changed route in every round
+	ConvergeEach  []time.Duration // per sidecar and round: edit to the new route
+	ConvergeTotal time.Duration   // edit to the last sidecar's new route, median of the rounds
+	Rounds        []time.Duration // edit to the last sidecar's new route, per round
 
 	// Partial counts sidecars whose subscriptions were all answered before
 	// the mesh was whole (the target route missing): istiod served them an
@@ -71,13 +96,17 @@ type Report struct {
 	Responses                    int64
 	Resources                    [4]int64 // CDS, EDS, LDS, RDS resources received in the first phase
 	Bytes                        [4]int64
-	ChangeResponses, ChangeBytes int64 // received in the change phase
+	ChangeResponses, ChangeBytes int64 // received in the change phase (all rounds)
 
 	IstiodStartupCPU, IstiodConnectCPU, IstiodChangeCPU float64 // seconds
-	IstiodRSS, IstiodPeakRSS                            int64
-	ToolRSS, ToolPeakRSS                                int64
-	ToolConnectCPU, ToolChangeCPU                       float64
-	ReadyAfter                                          time.Duration
+	// memory: with no sidecar (after Settle) and at the end, with all
+	// connected; heap is the live heap after a forced GC (HeapAlloc of
+	// /debug/pprof/heap), zero when not available
+	IstiodBaselineRSS, IstiodBaselineHeap int64
+	IstiodRSS, IstiodPeakRSS, IstiodHeap  int64
+	ToolRSS, ToolPeakRSS                  int64
+	ToolConnectCPU, ToolChangeCPU         float64
+	ReadyAfter                            time.Duration
 }
 
 // OK reports a run in which every sidecar got full config and the change,
@@ -87,17 +116,74 @@ func (r *Report) OK() bool {
 		r.Full == r.Proxies && r.Converged == r.Proxies
 }
 
-// Run generates the mesh, starts istiod, connects the sidecars, waits for full
-// config, changes one VirtualService and waits for all sidecars to get it.
-// An error means the run could not be set up; sidecar failures are in the
-// report.
+// world is what the control planes of one run share: the mesh, where it is
+// served from, and how to change it.
+type world struct {
+	work     string
+	m        *mesh
+	meshFile string
+	src      source
+	km       *kubeMesh // nil: files
+}
+
+// change sets the target VirtualService to the weights of round r.
+func (w *world) change(ctx context.Context, r int) error {
+	if w.km != nil {
+		return w.km.change(ctx, r)
+	}
+	return w.m.change(r)
+}
+
+func (w *world) sourceName() string {
+	if w.km != nil {
+		return "kube-apiserver"
+	}
+	return "files"
+}
+
+// Run measures one istiod of this repository (o.Binary, or built) on the
+// mesh given as files: it generates the mesh, starts istiod, connects the
+// sidecars, waits for full config, changes one VirtualService (o.Repeat
+// times) and waits for all sidecars to get it. An error means the run
+// could not be set up; sidecar failures are in the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
+	o.Istiod, o.Kube = "", false
+	rs, err := RunAll(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// RunAll measures each control plane of o.Istiod in turn, on one mesh (one
+// directory, or one API server holding the objects): the same scenario
+// each, with one stopped before the next starts.
+func RunAll(ctx context.Context, o Options) ([]*Report, error) {
 	if o.Proxies < 1 || o.Services < 1 || o.Namespaces < 1 || o.DialConcurrency < 1 {
 		return nil, errors.New("proxies, services, namespaces and dial concurrency must be positive")
+	}
+	if o.Repeat < 1 {
+		o.Repeat = 1
+	}
+	if o.Repeat > maxRounds {
+		return nil, fmt.Errorf("at most %d repeats", maxRounds)
 	}
 	logf := func(format string, args ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, "loadtest: "+format+"\n", args...)
+		}
+	}
+	spec := o.Istiod
+	if spec == "" && o.Binary != "" {
+		spec = string(flavorOurs) + "=" + o.Binary
+	}
+	targets, err := parseTargets(spec)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range targets {
+		if t.flavor == flavorIstio && !o.Kube {
+			return nil, fmt.Errorf("%s needs an API server: run with -kube", t.name)
 		}
 	}
 	work, err := os.MkdirTemp("", "istiod-loadtest")
@@ -109,23 +195,70 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	} else {
 		defer os.RemoveAll(work)
 	}
-	bin := o.Binary
-	if bin == "" {
-		logf("building istiod")
-		if bin, err = buildIstiod(work); err != nil {
-			return nil, err
+	for i := range targets {
+		if targets[i].bin == "" {
+			logf("building istiod")
+			if targets[i].bin, err = buildIstiod(work); err != nil {
+				return nil, err
+			}
 		}
 	}
-	m := &mesh{dir: filepath.Join(work, "config"), services: o.Services, namespaces: o.Namespaces, proxies: o.Proxies}
-	if err := m.write(); err != nil {
+	w := &world{work: work, meshFile: filepath.Join(work, "mesh.yaml"),
+		m: &mesh{dir: filepath.Join(work, "config"), services: o.Services, namespaces: o.Namespaces, proxies: o.Proxies}}
+	if err := os.WriteFile(w.meshFile, []byte(meshConfig), 0o644); err != nil {
 		return nil, err
 	}
-	meshFile := filepath.Join(work, "mesh.yaml")
-	if err := os.WriteFile(meshFile, []byte(meshConfig), 0o644); err != nil {
+	if o.Kube {
+		t0 := time.Now()
+		env, err := startKube(filepath.Join(work, "kube"))
+		if err != nil {
+			return nil, fmt.Errorf("starting kube-apiserver: %v", err)
+		}
+		defer env.Stop()
+		if w.km, err = newKubeMesh(env, w.m); err != nil {
+			return nil, err
+		}
+		n, err := w.km.create(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w.src.kubeconfig = env.Kubeconfig
+		logf("kube-apiserver %s up, %d mesh objects created in %v", env.RESTConfig.Host, n, time.Since(t0).Round(time.Millisecond))
+	} else {
+		if err := w.m.write(); err != nil {
+			return nil, err
+		}
+		w.src.configDir = w.m.dir
+	}
+	var out []*Report
+	for i, t := range targets {
+		profile := o.IstiodHeapProfile
+		if profile != "" && i > 0 {
+			profile += "." + strconv.Itoa(i)
+		}
+		r, err := runOne(ctx, o, w, t, filepath.Join(work, fmt.Sprintf("%d-%s", i, t.flavor)), profile, logf)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", t.name, err)
+		}
+		out = append(out, r)
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
+}
+
+// runOne runs the scenario against one control plane, started in dir.
+func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile string, logf func(string, ...any)) (*Report, error) {
+	// the previous control plane's rounds left the target edited
+	if err := w.change(ctx, 0); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	d, err := startIstiod(bin, m.dir, meshFile, filepath.Join(work, "istiod.log"))
+	d, err := startIstiod(t, w.src, w.meshFile, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -133,14 +266,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := d.waitReady(o.Timeout); err != nil {
 		return nil, err
 	}
-	r := &Report{Proxies: o.Proxies, Services: o.Services, Namespaces: o.Namespaces, Failures: map[string]int{}, ReadyAfter: time.Since(t0)}
+	r := &Report{Name: t.name, Flavor: t.flavor, Source: w.sourceName(), Proxies: o.Proxies, Services: o.Services,
+		Namespaces: o.Namespaces, Failures: map[string]int{}, ReadyAfter: time.Since(t0)}
 	pid := d.pid()
+	logf("%s ready after %v (pid %d, xDS on %s)", t.name, r.ReadyAfter.Round(time.Millisecond), pid, d.grpc)
+	select {
+	case <-time.After(o.Settle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	r.IstiodStartupCPU, _ = cpuSeconds(pid)
-	logf("istiod ready after %v (pid %d, xDS on %s); connecting %d sidecars", r.ReadyAfter.Round(time.Millisecond), pid, d.grpc, o.Proxies)
+	r.IstiodBaselineRSS, _ = procstat.Memory(strconv.Itoa(pid))
+	r.IstiodBaselineHeap, _ = d.liveHeap()
+	logf("baseline RSS %s, live heap %s; connecting %d sidecars", mib(r.IstiodBaselineRSS), mib(r.IstiodBaselineHeap), o.Proxies)
 
-	f := &fleet{o: o, d: d, r: r, events: make(chan proxyEvent, 3*o.Proxies), count: &counters{}, failed: map[int]bool{}, full: map[int]bool{}}
+	f := &fleet{o: o, d: d, r: r, events: make(chan proxyEvent, (4+o.Repeat)*o.Proxies), count: &counters{},
+		failed: map[int]bool{}, full: map[int]bool{}, versioned: t.flavor == flavorOurs}
 	cpu := newCPUMeter(pid)
-	f.start(ctx, m)
+	f.start(ctx, w.m)
 	defer f.stop()
 	f.fullConfig(ctx)
 	r.IstiodConnectCPU, r.ToolConnectCPU = cpu.lap()
@@ -148,22 +291,35 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for i := range r.Resources {
 		r.Resources[i], r.Bytes[i] = f.count.resources[i].Load(), f.count.bytes[i].Load()
 	}
-	logf("%d sidecars have full config after %v; changing VirtualService %s", r.Full, r.FullTotal.Round(time.Millisecond), m.vsPath(0))
+	logf("%d sidecars have full config after %v", r.Full, r.FullTotal.Round(time.Millisecond))
 
-	if r.Full > 0 && r.Aborted == "" {
-		if err := f.change(ctx, m); err != nil {
+	r.Converged = r.Proxies
+	for round := 1; round <= o.Repeat && r.Full > 0 && r.Aborted == ""; round++ {
+		if round > 1 {
+			// let the last round's ACKs and pushes settle
+			time.Sleep(500 * time.Millisecond)
+		}
+		n, total, err := f.change(ctx, w, round)
+		if err != nil {
 			return nil, err
 		}
-		logf("%d sidecars have the new routes after %v", r.Converged, r.ConvergeTotal.Round(time.Millisecond))
+		r.Converged = min(r.Converged, n)
+		r.Rounds = append(r.Rounds, total)
+		logf("round %d: %d sidecars have the new routes after %v", round, n, total.Round(time.Millisecond))
 	}
+	if len(r.Rounds) == 0 {
+		r.Converged = 0
+	}
+	r.ConvergeTotal = median(r.Rounds)
 	r.IstiodChangeCPU, r.ToolChangeCPU = cpu.lap()
 	r.ChangeResponses = f.count.responses.Load() - r.Responses
 	for i := range f.count.bytes {
 		r.ChangeBytes += f.count.bytes[i].Load() - r.Bytes[i]
 	}
 	r.IstiodRSS, r.IstiodPeakRSS = procstat.Memory(strconv.Itoa(pid))
-	if o.IstiodHeapProfile != "" {
-		if err := d.heapProfile(o.IstiodHeapProfile); err != nil {
+	r.IstiodHeap, _ = d.liveHeap()
+	if heapProfile != "" {
+		if err := d.heapProfile(heapProfile); err != nil {
 			logf("istiod heap profile: %v", err)
 		}
 	}
@@ -171,6 +327,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r.ToolRSS, r.ToolPeakRSS = procstat.Memory("self")
 	f.drain()
 	return r, nil
+}
+
+// median of durations; the lower middle one for an even count.
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
 }
 
 // cpuMeter reads istiod's and the tool's CPU seconds per phase.
@@ -202,11 +368,14 @@ type fleet struct {
 	proxies []*proxy
 	events  chan proxyEvent
 	count   *counters
-	failed  map[int]bool // sidecars that failed
-	full    map[int]bool // sidecars that got full config
-	started time.Time
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	round   atomic.Int32 // the change round under way, read by the sidecars
+	// versioned: the control plane must version every delta resource
+	versioned bool
+	failed    map[int]bool // sidecars that failed
+	full      map[int]bool // sidecars that got full config
+	started   time.Time
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // start connects every sidecar, at most DialConcurrency at a time; a spread
@@ -215,6 +384,10 @@ func (f *fleet) start(ctx context.Context, m *mesh) {
 	ctx, f.cancel = context.WithCancel(ctx)
 	slots := make(chan struct{}, f.o.DialConcurrency)
 	decoders := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var syncing chan struct{}
+	if f.o.MaxSyncing > 0 {
+		syncing = make(chan struct{}, f.o.MaxSyncing)
+	}
 	step := f.o.Proxies + 1 // validate none
 	if f.o.ValidateSidecars > 0 {
 		step = max(1, f.o.Proxies/f.o.ValidateSidecars)
@@ -223,7 +396,8 @@ func (f *fleet) start(ctx context.Context, m *mesh) {
 	f.started = time.Now()
 	for i := range f.proxies {
 		p := &proxy{id: i, nodeID: m.nodeID(i), meta: m.metadata(i), validate: i%step == 0 && i/step < f.o.ValidateSidecars,
-			targetVHost: m.targetVirtualHost(), targetCluster: m.targetCluster(), events: f.events, count: f.count, work: decoders}
+			targetVHost: m.targetVirtualHost(), targetCluster: m.targetCluster(), events: f.events, count: f.count,
+			round: &f.round, work: decoders, versioned: f.versioned, syncSlots: syncing}
 		f.proxies[i] = p
 		f.wg.Add(1)
 		go func() {
@@ -252,8 +426,9 @@ func (f *fleet) fail(e proxyEvent) {
 }
 
 // wait collects events until want sidecars (of those concerns selects)
-// reported kind or failed, or the phase times out.
-func (f *fleet) wait(ctx context.Context, kind eventKind, want int, concerns func(id int) bool, on func(proxyEvent)) {
+// reported kind or failed, or the phase times out; on says whether an
+// event of kind counts.
+func (f *fleet) wait(ctx context.Context, kind eventKind, want int, concerns func(id int) bool, on func(proxyEvent) bool) {
 	deadline := time.NewTimer(f.o.Timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Second)
@@ -272,7 +447,9 @@ func (f *fleet) wait(ctx context.Context, kind eventKind, want int, concerns fun
 				}
 				continue
 			case kind:
-				on(e)
+				if !on(e) {
+					continue
+				}
 			default:
 				continue
 			}
@@ -297,20 +474,23 @@ func (f *fleet) wait(ctx context.Context, kind eventKind, want int, concerns fun
 // fullConfig waits for every sidecar's full config.
 func (f *fleet) fullConfig(ctx context.Context) {
 	last := f.started
-	f.wait(ctx, evFull, f.o.Proxies, func(int) bool { return true }, func(e proxyEvent) {
+	f.wait(ctx, evFull, f.o.Proxies, func(int) bool { return true }, func(e proxyEvent) bool {
 		f.full[e.id] = true
 		f.r.Full++
 		f.r.FullEach = append(f.r.FullEach, e.at.Sub(f.proxies[e.id].start))
 		if e.at.After(last) {
 			last = e.at
 		}
+		return true
 	})
 	f.r.FullTotal = last.Sub(f.started)
 }
 
-// change edits the target VirtualService and waits until every sidecar
-// that has full config and is still connected got the new route.
-func (f *fleet) change(ctx context.Context, m *mesh) error {
+// change makes change round r: it edits the target VirtualService and
+// waits until every sidecar that has full config and is still connected
+// got the new route. It returns how many did and the time from the edit
+// to the last of them.
+func (f *fleet) change(ctx context.Context, w *world, r int) (int, time.Duration, error) {
 	live := f.r.Full
 	failedBefore := map[int]bool{}
 	for id := range f.failed {
@@ -319,20 +499,24 @@ func (f *fleet) change(ctx context.Context, m *mesh) error {
 			live--
 		}
 	}
+	f.round.Store(int32(r))
 	edit := time.Now()
-	if err := m.change(); err != nil {
-		return err
+	if err := w.change(ctx, r); err != nil {
+		return 0, 0, err
 	}
-	last := edit
-	f.wait(ctx, evChanged, live, func(id int) bool { return f.full[id] && !failedBefore[id] }, func(e proxyEvent) {
-		f.r.Converged++
+	last, n := edit, 0
+	f.wait(ctx, evChanged, live, func(id int) bool { return f.full[id] && !failedBefore[id] }, func(e proxyEvent) bool {
+		if e.round != int32(r) {
+			return false // late news of an earlier round
+		}
+		n++
 		f.r.ConvergeEach = append(f.r.ConvergeEach, e.at.Sub(edit))
 		if e.at.After(last) {
 			last = e.at
 		}
+		return true
 	})
-	f.r.ConvergeTotal = last.Sub(edit)
-	return nil
+	return n, last.Sub(edit), nil
 }
 
 // drain records late failures (e.g. a stream that broke after the change).
@@ -345,74 +529,6 @@ func (f *fleet) drain() {
 			}
 		default:
 			return
-		}
-	}
-}
-
-// percentile by nearest rank of sorted durations.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(sorted))+0.999999) - 1
-	if i < 0 {
-		i = 0
-	}
-	if i >= len(sorted) {
-		i = len(sorted) - 1
-	}
-	return sorted[i]
-}
-
-func sortedCopy(d []time.Duration) []time.Duration {
-	out := append([]time.Duration(nil), d...)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) + "ms" }
-
-func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB" }
-
-// Print writes the summary table.
-func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "istiod load test: %d sidecars over delta ADS, %d services (ServiceEntry + WorkloadEntries, DestinationRule, VirtualService) in %d namespaces\n\n",
-		r.Proxies, r.Services, r.Namespaces)
-	fmt.Fprintf(w, "%-30s %11s %10s %10s %10s %10s\n", "phase", "sidecars", "p50", "p99", "max", "total")
-	row := func(name string, n int, each []time.Duration, total time.Duration) {
-		s := sortedCopy(each)
-		fmt.Fprintf(w, "%-30s %11s %10s %10s %10s %10s\n", name, fmt.Sprintf("%d/%d", n, r.Proxies),
-			ms(percentile(s, 0.5)), ms(percentile(s, 0.99)), ms(percentile(s, 1)), ms(total))
-	}
-	row("full config (CDS+EDS+LDS+RDS)", r.Full, r.FullEach, r.FullTotal)
-	row("VirtualService change", r.Converged, r.ConvergeEach, r.ConvergeTotal)
-	fmt.Fprintf(w, "\nper sidecar: dial to full config / file edit to new route; total: first dial to last sidecar / edit to last sidecar\n")
-	fmt.Fprintf(w, "received, first phase: %d responses; CDS %d resources (%s), EDS %d (%s), LDS %d (%s), RDS %d (%s)\n",
-		r.Responses, r.Resources[0], mib(r.Bytes[0]), r.Resources[1], mib(r.Bytes[1]), r.Resources[2], mib(r.Bytes[2]), r.Resources[3], mib(r.Bytes[3]))
-	fmt.Fprintf(w, "received, change phase: %d responses, %s\n", r.ChangeResponses, mib(r.ChangeBytes))
-	fmt.Fprintf(w, "istiod: ready after %s; CPU seconds: startup %.2f, connect to full config %.2f, change %.2f; RSS at end %s (peak %s)\n",
-		ms(r.ReadyAfter), r.IstiodStartupCPU, r.IstiodConnectCPU, r.IstiodChangeCPU, mib(r.IstiodRSS), mib(r.IstiodPeakRSS))
-	fmt.Fprintf(w, "load tool: CPU seconds: connect %.2f, change %.2f; RSS at end %s (peak %s)\n",
-		r.ToolConnectCPU, r.ToolChangeCPU, mib(r.ToolRSS), mib(r.ToolPeakRSS))
-	if r.Partial > 0 {
-		fmt.Fprintf(w, "\nWARNING: %d sidecars were first served an incomplete mesh, e.g. %s\n", r.Partial, r.PartialExample)
-	}
-	if r.Aborted != "" {
-		fmt.Fprintf(w, "\nABORTED: %s\n", r.Aborted)
-	}
-	if len(r.Failures) > 0 {
-		fmt.Fprintf(w, "\nFAILED sidecars (%d wire-rule errors):\n", r.WireErrors)
-		msgs := make([]string, 0, len(r.Failures))
-		for m := range r.Failures {
-			msgs = append(msgs, m)
-		}
-		sort.Strings(msgs)
-		for i, m := range msgs {
-			if i == 10 {
-				fmt.Fprintf(w, "  ... %d more distinct errors\n", len(msgs)-10)
-				break
-			}
-			fmt.Fprintf(w, "  %4d × %s\n", r.Failures[m], m)
 		}
 	}
 }
