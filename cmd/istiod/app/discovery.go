@@ -85,6 +85,7 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 		{"PILOT_ENABLE_GATEWAY_API", &a.EnableGatewayAPI},
 		{"PILOT_SCOPE_GATEWAY_TO_NAMESPACE", &a.ScopeGatewayToNamespace},
 		{"PILOT_FILTER_GATEWAY_CLUSTER_CONFIG", &a.FilterGatewayClusters},
+		{"ENABLE_TLS_ON_SIDECAR_INGRESS", &a.SidecarIngressTLS},
 		{"PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER", &a.GatewayDeployment.Enabled},
 		{"PILOT_ENABLE_GATEWAY_API_COPY_LABELS_ANNOTATIONS", &a.GatewayDeployment.CopyLabelsAnnotations},
 		{"ENABLE_GATEWAY_API_MANUAL_DEPLOYMENT", &a.GatewayDeployment.ManualDeployment},

@@ -31,6 +31,9 @@ type PilotArgs struct {
 	// FilterGatewayClusters: a gateway proxy gets clusters only for the
 	// services its routes reach (PILOT_FILTER_GATEWAY_CLUSTER_CONFIG).
 	FilterGatewayClusters bool
+	// SidecarIngressTLS: a Sidecar ingress listener's tls terminates TLS
+	// on its port (ENABLE_TLS_ON_SIDECAR_INGRESS; off as in Istio).
+	SidecarIngressTLS bool
 	// SharedMeshConfig names a ConfigMap overlaid under the mesh config
 	// (SHARED_MESH_CONFIG).
 	SharedMeshConfig string

@@ -56,7 +56,7 @@ func (s *Server) initDiscovery() {
 	}
 	d.server.SetControlPlane(controlPlaneID(s.args.PodName))
 	gens := &generators.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate,
-		FilterGatewayClusters: s.args.FilterGatewayClusters}
+		FilterGatewayClusters: s.args.FilterGatewayClusters, SidecarIngressTLS: s.args.SidecarIngressTLS}
 	// jwksUri keys are fetched in the background and never block a push;
 	// new keys push everyone, as in Istio
 	d.jwks = authn.NewResolver(authn.ResolverOptions{Metrics: jwksMetrics(), OnChange: func() {

@@ -8,17 +8,21 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
+
+	"github.com/meshplane/istiod/pilot/pkg/xds"
 )
 
 // newGRPCServer builds the plaintext xDS server with the keepalive settings:
 // connections are closed after MaxServerConnectionAge (plus grace) so proxies
 // rebalance across istiod replicas. Connections are mostly idle between
-// pushes, so they share write buffers instead of holding one each.
+// pushes, so xds.GRPCServerOptions keeps what each holds small (pooled
+// write buffers, a small read buffer, responses framed around the cached
+// resources rather than copied).
 func newGRPCServer(k KeepaliveOptions, extra ...grpc.ServerOption) *grpc.Server {
+	extra = append(xds.GRPCServerOptions(), extra...)
 	return grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxConcurrentStreams(100000),
 		grpc.MaxRecvMsgSize(4 << 20),
-		grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:                  k.Time,
 			Timeout:               k.Timeout,

@@ -3,6 +3,7 @@ package model
 import (
 	"cmp"
 	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -349,7 +350,9 @@ func matchesSourceNamespace(ms []*networking.HTTPMatchRequest, ns string) bool {
 }
 
 // addService adds s unless its hostname is taken; a Kubernetes Service
-// replaces a ServiceEntry of the same hostname.
+// replaces a ServiceEntry of the same hostname, and the same service seen
+// through two listeners with different ports (each trimmed to its own)
+// gets the ports of both, as in Istio.
 func (sc *SidecarScope) addService(s *Service) {
 	if s == nil {
 		return
@@ -358,13 +361,47 @@ func (sc *SidecarScope) addService(s *Service) {
 	switch {
 	case !ok:
 		sc.services = append(sc.services, s)
+	case s == existing:
+		return
+	case existing.Attributes.ServiceRegistry == Kubernetes && s.Attributes.ServiceRegistry != Kubernetes:
+		return
 	case existing.Attributes.ServiceRegistry != Kubernetes && s.Attributes.ServiceRegistry == Kubernetes:
 		i := slices.Index(sc.services, existing)
 		sc.services[i] = s
-	default:
+	case samePorts(existing.Ports, s.Ports) || !canMergeServices(existing, s):
 		return
+	default:
+		merged := existing.ShallowCopy()
+		merged.Ports = make(PortList, 0, len(existing.Ports)+len(s.Ports))
+		for _, p := range existing.Ports {
+			c := *p
+			merged.Ports = append(merged.Ports, &c)
+		}
+		for _, p := range s.Ports {
+			if !slices.ContainsFunc(merged.Ports, func(o *Port) bool { return o.Port == p.Port }) {
+				merged.Ports = append(merged.Ports, p)
+			}
+		}
+		sc.services[slices.Index(sc.services, existing)] = merged
+		s = merged
 	}
 	sc.servicesByHostname[s.Hostname] = s
+}
+
+// samePorts: the lists hold the same ports in the same order.
+func samePorts(a, b PortList) bool {
+	return slices.EqualFunc(a, b, func(x, y *Port) bool { return *x == *y })
+}
+
+// canMergeServices: two services of one hostname are the same object seen
+// through different listeners (same namespace, registry, resolution,
+// labels, selectors and exportTo), so their ports may be merged.
+func canMergeServices(a, b *Service) bool {
+	return a.Attributes.Namespace == b.Attributes.Namespace && a.Resolution == b.Resolution &&
+		a.Attributes.ServiceRegistry == b.Attributes.ServiceRegistry &&
+		maps.Equal(a.Attributes.Labels, b.Attributes.Labels) &&
+		maps.Equal(a.Attributes.LabelSelectors, b.Attributes.LabelSelectors) &&
+		maps.Equal(a.Attributes.ExportTo, b.Attributes.ExportTo)
 }
 
 func (sc *SidecarScope) selectDestinationRules(in *scopeInputs, ns string) {

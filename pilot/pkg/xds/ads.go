@@ -217,7 +217,7 @@ func (s *DiscoveryServer) processRequest(con *Connection, stream sotwSender, req
 		w.LastNACK = ""
 		changed := !sameSet(names, w.ResourceNames)
 		if changed {
-			w.ResourceNames = names
+			w.setNames(names)
 			w.Wildcard = isWildcardType(t) && len(names) == 0
 		}
 		con.mu.Unlock()
@@ -228,7 +228,9 @@ func (s *DiscoveryServer) processRequest(con *Connection, stream sotwSender, req
 	}
 	// first request for the type on this stream (a reconnect carries a
 	// version but no nonce: treat it the same)
-	con.watched[t] = &WatchedResource{TypeURL: t, ResourceNames: names, Wildcard: isWildcardType(t) && len(names) == 0}
+	w = &WatchedResource{TypeURL: t, Wildcard: isWildcardType(t) && len(names) == 0}
+	w.setNames(names)
+	con.watched[t] = w
 	con.mu.Unlock()
 	return s.pushType(con, stream, t, &model.PushRequest{Full: true, Reason: model.NewReasonStats(model.ProxyRequest)})
 }
@@ -263,7 +265,7 @@ func recordConvergence(req *model.PushRequest) {
 
 // pushType generates one type for the connection and sends it.
 func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string, req *model.PushRequest) error {
-	wc := con.Watched(t)
+	wc := con.watch(t)
 	if wc == nil {
 		return nil
 	}
@@ -332,7 +334,7 @@ func nonce() string {
 func toSet(names []string) map[string]struct{} {
 	out := make(map[string]struct{}, len(names))
 	for _, n := range names {
-		out[n] = struct{}{}
+		out[intern(n)] = struct{}{}
 	}
 	return out
 }

@@ -105,6 +105,17 @@ func (c *Connection) Watched(typeURL string) *WatchedResource {
 	return w.clone()
 }
 
+// watch returns the connection's own watch of a type (nil if none), not a
+// copy. Only the stream's goroutine may call it: that goroutine is the only
+// one that changes a watch (always under mu), so it reads its own without
+// the lock or a copy, while other goroutines copy under mu (Watched).
+// Copying every map of a watch on every push cost as much as the watch.
+func (c *Connection) watch(typeURL string) *WatchedResource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watched[typeURL]
+}
+
 func sortConnections(cs []*Connection) {
 	sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
 }

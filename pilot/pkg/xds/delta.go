@@ -3,6 +3,7 @@ package xds
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"sort"
 	"time"
 
@@ -75,19 +76,23 @@ func (s *DiscoveryServer) processDeltaRequest(con *Connection, stream deltaSende
 }
 
 func newDeltaWatch(t string, req *discovery.DeltaDiscoveryRequest) *WatchedResource {
-	w := &WatchedResource{TypeURL: t, ResourceNames: map[string]struct{}{}, Sent: map[string]string{}}
+	w := &WatchedResource{TypeURL: t}
 	w.Wildcard = isWildcardType(t) && len(req.ResourceNamesSubscribe) == 0
+	names := make(map[string]struct{}, len(req.ResourceNamesSubscribe))
 	for _, n := range req.ResourceNamesSubscribe {
 		if n == "*" {
 			w.Wildcard = true
 			continue
 		}
-		w.ResourceNames[n] = struct{}{}
+		names[intern(n)] = struct{}{}
 	}
+	w.setNames(names)
 	// on reconnect the client says what it already holds
+	held := make(map[string]string, len(req.InitialResourceVersions))
 	for n, v := range req.InitialResourceVersions {
-		w.Sent[n] = v
+		held[intern(n)] = v
 	}
+	w.sent = sentFromMap(held)
 	return w
 }
 
@@ -95,24 +100,47 @@ func newDeltaWatch(t string, req *discovery.DeltaDiscoveryRequest) *WatchedResou
 // subscribed (which needs a response).
 func applySubscriptions(w *WatchedResource, req *discovery.DeltaDiscoveryRequest) bool {
 	added := false
+	// the subscription may be shared: a change makes a new one
+	names, copied := w.ResourceNames, false
+	change := func() {
+		if !copied {
+			names, copied = maps.Clone(names), true
+			if names == nil {
+				names = map[string]struct{}{}
+			}
+		}
+	}
 	for _, n := range req.ResourceNamesSubscribe {
 		if n == "*" {
 			added = added || !w.Wildcard
 			w.Wildcard = true
 			continue
 		}
-		if _, ok := w.ResourceNames[n]; !ok {
-			w.ResourceNames[n] = struct{}{}
+		if _, ok := names[n]; !ok {
+			change()
+			names[intern(n)] = struct{}{}
 			added = true
 		}
 	}
+	var forget []string
 	for _, n := range req.ResourceNamesUnsubscribe {
 		if n == "*" {
 			w.Wildcard = false
 			continue
 		}
-		delete(w.ResourceNames, n)
-		delete(w.Sent, n)
+		if _, ok := names[n]; ok {
+			change()
+			delete(names, n)
+		}
+		if _, ok := w.sent.get(n); ok {
+			forget = append(forget, n)
+		}
+	}
+	if copied {
+		w.setNames(names)
+	}
+	if len(forget) > 0 {
+		w.sent = w.sent.without(forget)
 	}
 	return added
 }
@@ -121,11 +149,11 @@ func applySubscriptions(w *WatchedResource, req *discovery.DeltaDiscoveryRequest
 // new or changed resources, and removals. A push that changes nothing is not
 // sent unless it answers a request.
 func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t string, req *model.PushRequest, answer bool) error {
-	wc := con.Watched(t)
+	wc := con.watch(t)
 	if wc == nil {
 		return nil
 	}
-	sent := wc.Sent
+	sent := wc.sent
 	start := time.Now()
 	gen := s.gens.find(con.proxy, t)
 	if gen == nil {
@@ -137,23 +165,26 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 		return generateError(con, t, err)
 	}
 	resp := &discovery.DeltaDiscoveryResponse{TypeUrl: t, SystemVersionInfo: req.Push.PushVersion(), ControlPlane: s.controlPlane}
-	current := make(map[string]string, len(g.Resources))
+	version := resourceVersions(g.Resources)
 	size := 0
-	for _, r := range g.Resources {
-		v := resourceVersion(r)
-		current[r.Name] = v
-		if sent[r.Name] != v {
-			resp.Resources = append(resp.Resources, &discovery.Resource{Name: r.Name, Version: v, Resource: r.Resource})
+	for i, r := range g.Resources {
+		v := version(i)
+		if old, _ := sent.get(r.Name); old != v {
+			if r.Version != v {
+				// the version is ours: a copy carries it, the cached one
+				// stays as its generator left it
+				r = &discovery.Resource{Name: r.Name, Version: v, Resource: r.Resource}
+			}
+			// otherwise the response shares the generator's (cached,
+			// read-only) resource, as every other connection's does
+			resp.Resources = append(resp.Resources, r)
 			size += len(r.GetResource().GetValue())
 		}
 	}
+	// held resources are neither sent nor removed: the client keeps what
+	// it holds
 	held := heldSet(g.Held)
-	for n := range held {
-		// neither sent nor removed: the client keeps what it holds
-		if v, ok := sent[n]; ok {
-			current[n] = v
-		}
-	}
+	current := after(sentGroup(con.proxy, t), g.Resources, version, sent, held)
 	resp.RemovedResources = removedNames(wc, sent, current, held)
 	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 && !answer {
 		s.setHeld(con, t, held)
@@ -169,7 +200,7 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 		w.NonceSent = resp.Nonce
 		w.VersionSent = req.Push.PushVersion()
 		w.LastSent = time.Now()
-		w.Sent = current
+		w.sent = current
 		w.Held = held
 	}
 	con.mu.Unlock()
@@ -177,24 +208,30 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 	return nil
 }
 
+// sentGroup groups the connections whose clients likely hold the same
+// resources of a type, to share what they hold (see sentVersions).
+func sentGroup(p *model.Proxy, typeURL string) string {
+	return typeURL + "|" + string(p.Type) + "|" + p.ConfigNamespace
+}
+
 // removedNames: for a wildcard watch, what the client holds that no longer
 // exists; for a named watch, the subscribed names the client holds or just
 // asked for that do not exist. Held names exist: they are never removed.
-func removedNames(w *WatchedResource, sent, current map[string]string, held map[string]string) []string {
+func removedNames(w *WatchedResource, sent, current *sentVersions, held map[string]string) []string {
 	var out []string
 	if w.Wildcard {
-		for n := range sent {
-			if _, ok := current[n]; !ok {
+		for n := range sent.all() {
+			if _, ok := current.get(n); !ok {
 				out = append(out, n)
 			}
 		}
 	} else {
 		for n := range w.ResourceNames {
-			if _, ok := current[n]; !ok {
+			if _, ok := current.get(n); !ok {
 				if _, h := held[n]; h {
 					continue
 				}
-				if _, held := sent[n]; held || w.NonceSent == "" {
+				if _, held := sent.get(n); held || w.NonceSent == "" {
 					out = append(out, n)
 				}
 			}
@@ -202,15 +239,6 @@ func removedNames(w *WatchedResource, sent, current map[string]string, held map[
 	}
 	sort.Strings(out)
 	return out
-}
-
-// resourceVersion is the version of a resource: the one its generator set,
-// else a content hash.
-func resourceVersion(r *discovery.Resource) string {
-	if r.Version != "" {
-		return r.Version
-	}
-	return ContentVersion(r.GetResource().GetValue())
 }
 
 // ContentVersion is a content hash of a serialised resource.

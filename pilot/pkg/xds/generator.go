@@ -50,8 +50,11 @@ func isWildcardType(typeURL string) bool {
 // last sent and acknowledged.
 type WatchedResource struct {
 	TypeURL string
-	// ResourceNames subscribed; empty with Wildcard means all.
+	// ResourceNames subscribed; empty with Wildcard means all. Read-only:
+	// the map is shared with other connections subscribed to the same
+	// names (names holds it).
 	ResourceNames map[string]struct{}
+	names         *nameSet
 	Wildcard      bool
 
 	VersionSent string
@@ -62,9 +65,9 @@ type WatchedResource struct {
 	LastNACK string
 	// LastSent is when the last response of the type was sent.
 	LastSent time.Time
-	// Sent holds, for delta streams, the version of every resource the
-	// client holds.
-	Sent map[string]string
+	// sent holds, for delta streams, the version of every resource the
+	// client holds: shared with other connections, never changed in place.
+	sent *sentVersions
 	// Held are the resources the last push left as the client holds them
 	// because they failed validation, with the reason (see Generated).
 	Held map[string]string
@@ -73,13 +76,19 @@ type WatchedResource struct {
 	last []*discovery.Resource
 }
 
-// clone copies w, maps included.
+// clone copies w, maps included (sent is immutable: shared).
 func (w *WatchedResource) clone() *WatchedResource {
 	cp := *w
 	cp.ResourceNames = maps.Clone(w.ResourceNames)
-	cp.Sent = maps.Clone(w.Sent)
 	cp.Held = maps.Clone(w.Held)
 	return &cp
+}
+
+// setNames installs a subscription, shared with any equal one; m is
+// given up.
+func (w *WatchedResource) setNames(m map[string]struct{}) {
+	w.names = watchedSets.intern(m)
+	w.ResourceNames = w.names.all()
 }
 
 // Names returns the subscribed names (nil for wildcard).

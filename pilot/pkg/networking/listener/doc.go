@@ -7,5 +7,10 @@
 //   - <vip>_<port> per TCP service port, and 0.0.0.0_<port> with one chain
 //     per server name for TLS services without a VIP;
 //   - virtualInbound on 15006, with chains per protocol for the proxy's
-//     own ports and for the rest (passthrough), each in mTLS and plain text.
+//     own ports and for the rest (passthrough), each in mTLS and plain text;
+//   - for a Sidecar: its egress listeners' listeners (<bind>_<port>, Unix
+//     sockets, HTTP_PROXY ports, merged per bind and port as Istio merges
+//     them, outbound_egress.go) and its ingress listeners' chains, or
+//     listeners of their own that bind to their ports with captureMode NONE
+//     or on a proxy that does not redirect (inbound_sidecar.go).
 package listener

@@ -10,7 +10,6 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -34,8 +33,6 @@ func virtualInbound(o Options) *listenerv3.Listener {
 		TrafficDirection: core.TrafficDirection_INBOUND,
 		ListenerFilters: []*listenerv3.ListenerFilter{
 			{Name: "envoy.filters.listener.original_dst", ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: originalDstConfig()}},
-			withDisabled(tlsInspector(), []int{InboundPort}),
-			withDisabled(httpInspector(), append(o.knownProtocolPorts(), InboundPort)),
 		},
 		AccessLog:                            o.noRouteLogs(),
 		MaxConnectionsToAcceptPerSocketEvent: wrapperspb.UInt32(1),
@@ -61,33 +58,41 @@ func virtualInbound(o Options) *listenerv3.Listener {
 			func() *listenerv3.Filter { return tcpProxy(passthrough, o, true) })...)
 	}
 	for _, p := range ports {
-		name := wildcard + "_" + strconv.Itoa(p.Port)
-		c := cluster.SubsetKey(cluster.Inbound, "", "", p.Port)
-		op := ""
-		if len(p.Services) > 0 {
-			op = p.Services[0].Hostname + ":" + strconv.Itoa(p.ServicePort) + "/*"
-		}
-		l.FilterChains = append(l.FilterChains, o.inboundChains(name, wrapperspb.UInt32(uint32(p.Port)), p.Protocol, o.MTLS.Mode(uint32(p.Port)),
-			inboundHTTP("inbound_"+name+";", c, c, "inbound|http|"+strconv.Itoa(p.Port), op, p.Protocol, o),
-			func() *listenerv3.Filter { return tcpProxy(c, o, true) })...)
+		l.FilterChains = append(l.FilterChains, o.targetChains(p)...)
 	}
-	if !sniffsPlainHTTP(l.FilterChains) {
-		// no chain tells plain HTTP from TCP (STRICT everywhere it would
-		// matter): Istio leaves the HTTP inspector out
-		l.ListenerFilters = l.ListenerFilters[:2]
-	}
+	// the inspectors follow from the chains, as Istio derives them: a
+	// port whose chains never match TLS (DISABLE) or an HTTP application
+	// protocol does not wait for them
+	l.ListenerFilters = append(l.ListenerFilters, chainInspectors(l.FilterChains)...)
 	return l
 }
 
-// sniffsPlainHTTP reports whether a chain matches plain text by the
-// application protocol the HTTP inspector detects.
-func sniffsPlainHTTP(chains []*listenerv3.FilterChain) bool {
-	for _, fc := range chains {
-		if m := fc.GetFilterChainMatch(); m.GetTransportProtocol() == "raw_buffer" && len(m.GetApplicationProtocols()) > 0 {
-			return true
+// targetChains are the chains of one of the proxy's ports, named after
+// its bind address and port as Istio names them ("10.1.0.9_9080" for a
+// Sidecar ingress listener, "0.0.0.0_9080" for a service's port); chains of
+// a Sidecar ingress listener carry the Sidecar in their metadata.
+func (o Options) targetChains(p InboundTarget) []*listenerv3.FilterChain {
+	name := p.bindAddress() + "_" + strconv.Itoa(p.Port)
+	c := cluster.SubsetKey(cluster.Inbound, "", "", p.Port)
+	op := ""
+	if len(p.Services) > 0 {
+		op = p.Services[0].Hostname + ":" + strconv.Itoa(p.ServicePort) + "/*"
+	}
+	chains := o.inboundChains(name, wrapperspb.UInt32(uint32(p.Port)), p.Protocol, o.MTLS.Mode(uint32(p.Port)),
+		inboundHTTP("inbound_"+name+";", c, c, "inbound|http|"+strconv.Itoa(p.Port), op, p.Protocol, o),
+		func() *listenerv3.Filter { return tcpProxy(c, o, true) })
+	if p.TLS != nil && o.MTLS.Mode(uint32(p.Port)) == authn.ModeDisable {
+		// the Sidecar's own TLS replaces the plain text chains, and only
+		// where the port's PeerAuthentication mode is DISABLE (Istio's rule:
+		// the mesh's mTLS and the user's TLS never share a port)
+		chains = o.customTLSChains(name, p, c, op)
+	}
+	if p.Config != "" {
+		for _, fc := range chains {
+			fc.Metadata = configMetadata(p.Config)
 		}
 	}
-	return false
+	return chains
 }
 
 // inboundChains are the chains of one destination (a port, or every other
@@ -157,37 +162,6 @@ func inboundHTTP(statPrefix, routeName, clusterName, vhost, operation string, pr
 		}}
 		return hcmFilter(m)
 	}
-}
-
-// knownProtocolPorts are the inbound ports whose protocol is declared, where
-// the HTTP inspector has nothing to find out.
-func (o Options) knownProtocolPorts() []int {
-	var out []int
-	for _, p := range o.Inbound {
-		if p.Protocol != protocol.Unsupported {
-			out = append(out, p.Port)
-		}
-	}
-	sort.Ints(out)
-	return out
-}
-
-// withDisabled turns a listener filter off for connections to the ports.
-func withDisabled(f *listenerv3.ListenerFilter, ports []int) *listenerv3.ListenerFilter {
-	rng := func(p int) *listenerv3.ListenerFilterChainMatchPredicate {
-		return &listenerv3.ListenerFilterChainMatchPredicate{Rule: &listenerv3.ListenerFilterChainMatchPredicate_DestinationPortRange{
-			DestinationPortRange: &typev3.Int32Range{Start: int32(p), End: int32(p + 1)}}}
-	}
-	if len(ports) == 1 {
-		f.FilterDisabled = rng(ports[0])
-		return f
-	}
-	or := &listenerv3.ListenerFilterChainMatchPredicate_MatchSet{}
-	for _, p := range ports {
-		or.Rules = append(or.Rules, rng(p))
-	}
-	f.FilterDisabled = &listenerv3.ListenerFilterChainMatchPredicate{Rule: &listenerv3.ListenerFilterChainMatchPredicate_OrMatch{OrMatch: or}}
-	return f
 }
 
 // inboundTLS are the sockets of chains that terminate Istio mTLS: the

@@ -9,6 +9,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -61,6 +62,20 @@ type Options struct {
 	// on inbound and outbound (gateway: outbound) listeners; nil: the mesh
 	// config's access log and Tracing above, no stats filters.
 	TelemetryIn, TelemetryOut *Telemetry
+
+	// NoRedirect: the proxy's traffic is not redirected to it
+	// (INTERCEPTION_MODE NONE), so there is no virtualInbound or
+	// virtualOutbound and its listeners bind to their ports.
+	NoRedirect bool
+	// Egress are the Sidecar's egress listeners when one of them sets a
+	// port, a bind or a capture mode, or the proxy does not redirect (nil:
+	// every service the sidecar sees is built the same way).
+	Egress []EgressListener
+
+	// CanBind tells whether the proxy may listen on bind:port (nil: it
+	// may): an unprivileged proxy cannot bind to a port below 1024, and
+	// no listener may take a port of the proxy's own static listeners.
+	CanBind func(bindToPort bool, bind string, port int, p protocol.Instance) bool
 
 	// dir is the Telemetry of the direction being built
 	dir *Telemetry
@@ -133,6 +148,24 @@ type InboundTarget struct {
 	// port; empty: the original destination.
 	Endpoint     string
 	EndpointPort int
+	// Bind is the address the port's chains are named after and, when
+	// BindToPort, its own listener binds to (empty: 0.0.0.0).
+	Bind string
+	// BindToPort makes the port a listener of its own that binds to it,
+	// instead of chains of virtualInbound.
+	BindToPort bool
+	// Config is the path of the Sidecar the port comes from
+	// ("/apis/networking.istio.io/v1/namespaces/<ns>/sidecar/<name>"),
+	// recorded in its chains' metadata; empty for a service's port.
+	Config string
+	// TLS is the Sidecar ingress listener's own TLS; it replaces the
+	// port's chains where its PeerAuthentication mode is DISABLE.
+	// Protocol is then the one after TLS termination.
+	TLS *tlsv3.DownstreamTlsContext
+	// NoListener: the proxy cannot listen on the port (privileged, or a
+	// static listener's); callers leave it out of the listeners and keep
+	// its cluster.
+	NoListener bool
 }
 
 // BuildInbound builds virtualInbound, the one listener that depends on the
@@ -146,13 +179,34 @@ func BuildInbound(o Options) *listenerv3.Listener {
 
 // BuildOutbound builds the listeners for the services a sidecar sees and
 // virtualOutbound; they ignore Options.Inbound, so sidecars that see the
-// same services with the same options can share them. Sorted by name.
+// same services with the same options can share them. With
+// Options.Egress, the Sidecar's egress listeners decide the listeners
+// instead of services. Sorted by name.
 func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener {
 	o = o.direction(o.TelemetryOut)
+	var out []*listenerv3.Listener
+	if o.Egress != nil {
+		out = egressOutbound(o)
+	} else {
+		out = classicOutbound(services, o, nil)
+	}
+	if !o.NoRedirect {
+		out = append(out, virtualOutbound(o))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	o.withTCPStats(out...)
+	return out
+}
+
+// classicOutbound builds a listener per service port the proxy reaches by
+// redirection: HTTP (and sniffed) ports share the wildcard, TCP ports take
+// the service's VIP, TLS ports without a VIP share the wildcard by SNI.
+// Names in taken belong to listeners built before and are left alone.
+func classicOutbound(services []*model.Service, o Options, taken map[string]bool) []*listenerv3.Listener {
 	byName := map[string]*listenerv3.Listener{}
 	var out []*listenerv3.Listener
 	add := func(l *listenerv3.Listener) {
-		if byName[l.Name] == nil {
+		if byName[l.Name] == nil && !taken[l.Name] {
 			byName[l.Name] = l
 			out = append(out, l)
 		}
@@ -161,6 +215,11 @@ func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener 
 	sniffed := map[int][]sniffedService{}
 	for _, svc := range services {
 		for _, p := range svc.Ports {
+			if !o.canBind(false, "", p.Port, p.Protocol) {
+				// an HTTP port on the wildcard that a static or capture
+				// listener of the proxy holds (15001, 15021, ...)
+				continue
+			}
 			switch {
 			case p.Protocol.IsHTTP() || p.Protocol == protocol.Unsupported:
 				add(httpListener(p.Port, o))
@@ -187,9 +246,6 @@ func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener 
 	for port, svcs := range sniffed {
 		addSniffedChains(byName[wildcard+"_"+strconv.Itoa(port)], port, svcs, o)
 	}
-	out = append(out, virtualOutbound(o))
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	o.withTCPStats(out...)
 	return out
 }
 

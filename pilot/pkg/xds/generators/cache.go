@@ -22,11 +22,23 @@ type snapshotCache[K comparable] struct {
 	mu      sync.Mutex
 	seq     uint64 // of the snapshot the entries belong to
 	entries map[K]cacheEntry
+	// building are the builds in progress for the snapshot: a proxy that
+	// misses while another builds the same entry waits for that build
+	// rather than building its own copy (after a push, the proxies of a
+	// scope all miss at once, and each copy of a route configuration under
+	// construction is megabytes of protos)
+	building map[K]*cacheBuild
 }
 
 type cacheEntry struct {
 	version uint64
 	res     xds.Generated
+}
+
+type cacheBuild struct {
+	version uint64
+	done    chan struct{}
+	res     xds.Generated // set before done is closed
 }
 
 // get returns the resources cached for key at version under push, building
@@ -38,6 +50,7 @@ func (c *snapshotCache[K]) get(push *model.PushContext, key K, version uint64, b
 	case c.entries == nil || seq > c.seq:
 		c.seq = seq
 		c.entries = map[K]cacheEntry{}
+		c.building = map[K]*cacheBuild{}
 	case seq < c.seq:
 		c.mu.Unlock()
 		return build()
@@ -46,16 +59,27 @@ func (c *snapshotCache[K]) get(push *model.PushContext, key K, version uint64, b
 		c.mu.Unlock()
 		return e.res
 	}
+	if b, ok := c.building[key]; ok && b.version == version {
+		c.mu.Unlock()
+		<-b.done
+		return b.res
+	}
+	b := &cacheBuild{version: version, done: make(chan struct{})}
+	c.building[key] = b
 	c.mu.Unlock()
-	res := build()
+	defer close(b.done) // also if build panics: waiters get an empty answer, not a hang
+	b.res = build()
 	c.mu.Lock()
 	if c.seq == seq {
 		if e, ok := c.entries[key]; !ok || e.version <= version {
-			c.entries[key] = cacheEntry{version: version, res: res}
+			c.entries[key] = cacheEntry{version: version, res: b.res}
+		}
+		if c.building[key] == b {
+			delete(c.building, key)
 		}
 	}
 	c.mu.Unlock()
-	return res
+	return b.res
 }
 
 // cacheKey keys the clusters, listeners and routes a proxy shares with

@@ -1,7 +1,9 @@
 package generators
 
 import (
+	"sync/atomic"
 	"testing"
+	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
@@ -34,5 +36,44 @@ func TestCacheBelongsToTheNewestSnapshot(t *testing.T) {
 	c.get(newer, "v", 1, build("v1"))
 	if got := c.get(newer, "v", 2, build("v2-again")); got.Resources[0].Name != "v2" {
 		t.Errorf("version 2 entry replaced by an older build: %v", got.Resources)
+	}
+}
+
+// Proxies that miss the same entry while it is being built wait for that
+// build instead of each building a copy (after a push the proxies of a
+// scope all miss at once), and all get the one result.
+func TestCacheBuildsOnceForConcurrentMisses(t *testing.T) {
+	push := model.NewPushContext()
+	var c snapshotCache[string]
+	var builds atomic.Int32
+	release := make(chan struct{})
+	build := func() xds.Generated {
+		builds.Add(1)
+		<-release
+		return xds.Generated{Resources: []*discovery.Resource{{Name: "k"}}}
+	}
+	const callers = 8
+	results := make(chan xds.Generated, callers)
+	for i := 0; i < callers; i++ {
+		go func() { results <- c.get(push, "k", 0, build) }()
+	}
+	// a second build would start within microseconds; give it ample time
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) && builds.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	var first *discovery.Resource
+	for i := 0; i < callers; i++ {
+		r := <-results
+		if first == nil {
+			first = r.Resources[0]
+		}
+		if r.Resources[0] != first {
+			t.Fatal("callers got different copies")
+		}
+	}
+	if n := builds.Load(); n != 1 {
+		t.Fatalf("%d builds for one entry", n)
 	}
 }

@@ -34,6 +34,10 @@ type goldenCase struct {
 	mesh   func(*meshconfig.MeshConfig)
 	routes []string
 	labels map[string]any
+	// meta is more node metadata (INTERCEPTION_MODE, UNPRIVILEGED_POD, ...)
+	meta map[string]any
+	// sidecarIngressTLS turns on ENABLE_TLS_ON_SIDECAR_INGRESS
+	sidecarIngressTLS bool
 }
 
 var goldenCases = []goldenCase{
@@ -47,6 +51,26 @@ var goldenCases = []goldenCase{
 		mesh: func(m *meshconfig.MeshConfig) {
 			m.OutboundTrafficPolicy = &meshconfig.MeshConfig_OutboundTrafficPolicy{Mode: meshconfig.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY}
 		}},
+	// Sidecar listeners that bind to their ports (Istio's
+	// buildInboundChainConfigs / getBindToPort and
+	// buildSidecarOutboundListeners): see the case file.
+	{name: "sidecar-bind", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
+		meta:   map[string]any{"UNPRIVILEGED_POD": "true", "ENVOY_STATUS_PORT": 15021, "ENVOY_PROMETHEUS_PORT": 15090},
+		routes: []string{"8080", "9080", "8888", "raw.app.svc.cluster.local:7070", "unix:///var/run/app.sock"}},
+	// A Sidecar whose listeners clash: see the case file.
+	{name: "sidecar-conflicts", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
+		meta: map[string]any{"UNPRIVILEGED_POD": "true", "ENVOY_PROMETHEUS_PORT": 15090}},
+	// A service port on the proxy's status port.
+	{name: "sidecar-static-port", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
+		meta: map[string]any{"ENVOY_STATUS_PORT": 15021}},
+	// A proxy without traffic redirection (INTERCEPTION_MODE NONE).
+	{name: "sidecar-none-mode", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
+		meta: map[string]any{"INTERCEPTION_MODE": "NONE"}, routes: []string{"80"}},
+	// Sidecar ingress tls with ENABLE_TLS_ON_SIDECAR_INGRESS on.
+	{name: "sidecar-ingress-tls", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
+		sidecarIngressTLS: true},
+	// The same Sidecar with the flag off (Istio's default): tls is ignored.
+	{name: "sidecar-ingress-tls-off", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"}},
 }
 
 // envFromFile loads a case into a store, runs the ServiceEntry registry on it
@@ -114,12 +138,15 @@ func TestGoldens(t *testing.T) {
 		t.Run(gc.name, func(t *testing.T) {
 			env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
 			s := xdstest.NewServer(t)
-			gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc}
+			gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc, SidecarIngressTLS: gc.sidecarIngressTLS}
 			gens.Register(s.DS)
 			s.DS.InitPushContext(env)
 			md := map[string]any{"NAMESPACE": gc.ns}
 			if gc.labels != nil {
 				md["LABELS"] = gc.labels
+			}
+			for k, v := range gc.meta {
+				md[k] = v
 			}
 			c := xdstest.Dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: md})
 			watch := func(typeURL string, names ...string) {

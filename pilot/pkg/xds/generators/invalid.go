@@ -3,7 +3,6 @@ package generators
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
@@ -53,10 +52,10 @@ func toResources[T validated](typeURL string, msgs []T, name func(T) string) xds
 			hold(&out, typeURL, name(m), err)
 			continue
 		}
-		// the version is computed once here, where cached resources are
-		// built, rather than per connection that sends them
-		out.Resources = append(out.Resources, &discovery.Resource{Name: name(m), Version: xds.ContentVersion(b),
-			Resource: &anypb.Any{TypeUrl: typeURL, Value: b}})
+		// the version and the resource's encoding are made once here,
+		// where cached resources are built, rather than per connection
+		// that sends them
+		out.Resources = append(out.Resources, xds.NewResource(typeURL, name(m), b))
 	}
 	return out
 }

@@ -39,10 +39,15 @@ type SidecarGenerators struct {
 	// FilterGatewayClusters gives gateway proxies clusters only for the
 	// services their routes reach (PILOT_FILTER_GATEWAY_CLUSTER_CONFIG).
 	FilterGatewayClusters bool
+	// SidecarIngressTLS lets a Sidecar ingress listener's tls terminate
+	// TLS on its port (ENABLE_TLS_ON_SIDECAR_INGRESS; off, as in Istio:
+	// the tls block is then ignored).
+	SidecarIngressTLS bool
 
 	cache snapshotCache[cacheKey]
 	eds   snapshotCache[edsKey]
 	sec   atomic.Pointer[snapshotSecurity]
+	rl    atomic.Pointer[routeLabels]
 	ef    envoyfilter.Compiler
 	efLog patchProblems
 }
@@ -178,26 +183,37 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		return g.routerListeners(proxy, push), nil
 	}
 	tp := telemetryProxy(proxy)
-	opts := listener.Options{AllowAny: allowAny(push, proxy), Inbound: g.inboundTargets(push, proxy),
+	opts := listener.Options{AllowAny: allowAny(push, proxy), Inbound: g.listenerTargets(push, proxy, g.inboundTargets(push, proxy)),
 		AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 		Tracing: telemetry.Tracing(push.Mesh, tp), TrustDomain: push.Mesh.GetTrustDomain(),
 		MTLS: authn.ProxyMTLS(push.PeerAuthentications(proxy), authn.MTLSOptions{RootNamespace: push.RootNamespace()}),
 		TLS:  g.inboundTLS(push), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
 		InboundTCPPolicy: g.inboundTCPPolicy(push, proxy)}
+	opts.NoRedirect = noRedirect(proxy)
+	opts.Egress = egressListeners(push.SidecarScope(proxy), proxy)
+	canBind := bindChecker(proxy, []int{int(push.Mesh.GetProxyListenPort()), int(push.Mesh.GetProxyInboundListenPort())})
+	opts.CanBind = func(bindToPort bool, bind string, port int, p protocol.Instance) bool {
+		if canBind(bindToPort, bind, port, p) {
+			return true
+		}
+		genLog.Warnf("%s: no outbound listener on port %d: it is privileged or a static or capture listener's", proxy.ID, port)
+		return false
+	}
 	tel := telemetry.Compute(push.Telemetry(proxy), push.Mesh)
 	opts.TelemetryIn = listenerTelemetry(push, proxy, tel, telemetry.SidecarInbound)
 	opts.TelemetryOut = listenerTelemetry(push, proxy, tel, telemetry.SidecarOutbound)
 	ps := g.ef.Patches(push, proxy)
 	// outbound listeners depend on the proxy only through the services its
 	// sidecar scope sees, what its tracing tags say, its Telemetry and the
-	// EnvoyFilters that patch them
-	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy), name: tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster,
+	// EnvoyFilters that patch them, and where the proxy may bind
+	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy),
+		name:    tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster + "|" + egressKey(proxy),
 		patches: ps.Key()}
 	outbound := g.cache.get(push, key, 0, func() xds.Generated {
-		ls := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, listener.BuildOutbound(push.ServicesForProxy(proxy), opts))
+		ls := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, listener.BuildOutbound(listenerServices(push.SidecarScope(proxy)), opts))
 		return toResources(xds.ListenerType, ls, listenerName)
 	})
-	inbound := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, []*listenerCfg{listener.BuildInbound(opts)})
+	inbound := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, withoutNames(proxy, listener.BuildInboundListeners(opts), outbound))
 	out := toResources(xds.ListenerType, inbound, listenerName)
 	out.Append(outbound)
 	out.Append(g.addedListeners(push, proxy, ps, out))
@@ -207,6 +223,41 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 
 func listenerName(l *listenerCfg) string { return l.Name }
 
+// listenerServices are the services that get outbound listeners: those
+// the scope's egress listeners import, not the destinations only its
+// VirtualServices add (those get clusters and routes, as in Istio).
+func listenerServices(sc *model.SidecarScope) []*model.Service {
+	if len(sc.EgressListeners) == 1 {
+		return sc.EgressListeners[0].Services()
+	}
+	var out []*model.Service
+	for _, l := range sc.EgressListeners {
+		out = append(out, l.Services()...)
+	}
+	return out
+}
+
+// withoutNames leaves out the inbound listeners named like an outbound one
+// (a Sidecar whose ingress and egress listeners bind the same address and
+// port). Istio sends both and Envoy rejects the whole update, keeping
+// every listener stale; the outbound one, first in Istio's order, is kept
+// here so the rest of the update goes through.
+func withoutNames(proxy *model.Proxy, ls []*listenerCfg, taken xds.Generated) []*listenerCfg {
+	names := make(map[string]bool, len(taken.Resources))
+	for _, r := range taken.Resources {
+		names[r.Name] = true
+	}
+	out := ls[:0]
+	for _, l := range ls {
+		if names[l.Name] {
+			genLog.Warnf("%s: inbound listener %s left out: an outbound listener has the same address and port", proxy.ID, l.Name)
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
 	names := w.Names()
@@ -215,34 +266,67 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 	if proxy.Type == model.Router {
 		return g.routerRoutes(proxy, push, names, ps), nil
 	}
-	// the route configuration of a port depends on the proxy through its
-	// namespace (visibility, short names) and labels (sourceLabels matches)
-	scope := proxy.ConfigNamespace + "|" + labelsKey(proxy.Labels)
+	// the route configuration of a port depends on the proxy only through
+	// its scope, namespace and the labels routes select on: sidecars that
+	// agree on those share one copy
+	scope := g.routeScope(push, proxy)
 	var byPort map[int][]route.ServiceRoutes
 	var out xds.Generated
 	for _, n := range names {
-		port, err := atoi(n)
-		if err != nil {
+		port, host, ok := egressRouteKind(n)
+		if !ok {
 			continue
 		}
 		out.Append(g.cache.get(push, cacheKey{typeURL: xds.RouteType, namespace: scope, name: n, patches: ps.Key()}, 0, func() xds.Generated {
-			if byPort == nil {
-				byPort = routesByPort(push, proxy)
+			opts := sidecarRouteOptions(push, proxy)
+			from := egressListenerForRoutes(push.SidecarScope(proxy), port, n)
+			var rc *routeCfg
+			switch {
+			case host != "":
+				rc = sniffedRoutes(n, host, port, from, vsByHostFor(push, proxy), opts)
+			case port == 0 || isHTTPProxy(from):
+				rc = portlessRoutes(n, from, vsByHostFor(push, proxy), opts)
+			default:
+				if byPort == nil {
+					byPort = routesByPort(push, proxy)
+				}
+				rc = route.BuildRouteConfiguration(port, byPort[port], opts)
 			}
-			opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
-				ProxyLabels: proxy.Labels, Gateway: "mesh",
-				LookupService: func(h string) *model.Service { return push.ServiceForHostname(proxy, h) }}
-			withHashes(&opts, push, proxy)
-			rcs := g.patchRoutes(push, proxy, ps, envoyfilter.PatchContext{}, []*routeCfg{route.BuildRouteConfiguration(port, byPort[port], opts)})
+			rcs := g.patchRoutes(push, proxy, ps, envoyfilter.PatchContext{}, []*routeCfg{rc})
 			return toResources(xds.RouteType, rcs, func(r *routeCfg) string { return r.Name })
 		}))
 	}
 	return out, nil
 }
 
+// sidecarRouteOptions are the inputs of a sidecar's outbound routes.
+func sidecarRouteOptions(push *model.PushContext, proxy *model.Proxy) route.Options {
+	opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
+		ProxyLabels: proxy.Labels, Gateway: "mesh",
+		LookupService: func(h string) *model.Service { return push.ServiceForHostname(proxy, h) }}
+	withHashes(&opts, push, proxy)
+	return opts
+}
+
 // routesByPort pairs the HTTP services the proxy sees, per port, with the
 // VirtualService that applies to each.
 func routesByPort(push *model.PushContext, proxy *model.Proxy) map[int][]route.ServiceRoutes {
+	vsByHost := vsByHostFor(push, proxy)
+	byPort := map[int][]route.ServiceRoutes{}
+	for _, svc := range push.ServicesForProxy(proxy) {
+		for _, p := range svc.Ports {
+			if p.Protocol.IsHTTP() {
+				byPort[p.Port] = append(byPort[p.Port], route.ServiceRoutes{Service: svc, VirtualService: vsByHost[svc.Hostname]})
+			}
+		}
+	}
+	restrictToEgressListeners(push.SidecarScope(proxy), byPort)
+	return byPort
+}
+
+// vsByHostFor is the mesh VirtualService of each host the proxy's
+// namespace sees (the first one wins).
+func vsByHostFor(push *model.PushContext, proxy *model.Proxy) map[string]*config.Config {
 	vsByHost := map[string]*config.Config{}
 	vss := push.VirtualServicesForGateway(proxy.ConfigNamespace, "mesh")
 	for i := range vss {
@@ -252,28 +336,49 @@ func routesByPort(push *model.PushContext, proxy *model.Proxy) map[int][]route.S
 			}
 		}
 	}
-	byPort := map[int][]route.ServiceRoutes{}
-	for _, svc := range push.ServicesForProxy(proxy) {
-		for _, p := range svc.Ports {
-			if p.Protocol.IsHTTP() {
-				byPort[p.Port] = append(byPort[p.Port], route.ServiceRoutes{Service: svc, VirtualService: vsByHost[svc.Hostname]})
-			}
-		}
-	}
-	return byPort
+	return vsByHost
 }
 
-func labelsKey(l map[string]string) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
+// restrictToEgressListeners keeps, in the routes of each port, only the
+// services of the egress listener Istio builds that port's routes from:
+// the first listener on the port, else the catch-all listener. Without a
+// listener on a port nothing changes: the catch-all sees every service.
+func restrictToEgressListeners(sc *model.SidecarScope, byPort map[int][]route.ServiceRoutes) {
+	byListenerPort := map[int]*model.EgressListener{}
+	var catchAll *model.EgressListener
+	for _, l := range sc.EgressListeners {
+		if l.Listener.GetPort() == nil {
+			if catchAll == nil {
+				catchAll = l
+			}
+			continue
+		}
+		if n := int(l.Listener.GetPort().GetNumber()); byListenerPort[n] == nil {
+			byListenerPort[n] = l
+		}
 	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k + "=" + l[k] + ",")
+	if len(byListenerPort) == 0 {
+		return
 	}
-	return b.String()
+	for port, srs := range byPort {
+		from := byListenerPort[port]
+		if from == nil {
+			from = catchAll
+		}
+		hosts := map[string]bool{}
+		if from != nil {
+			for _, svc := range from.Services() {
+				hosts[svc.Hostname] = true
+			}
+		}
+		kept := srs[:0]
+		for _, sr := range srs {
+			if hosts[sr.Service.Hostname] {
+				kept = append(kept, sr)
+			}
+		}
+		byPort[port] = kept
+	}
 }
 
 // scopeID names the proxy's sidecar scope: proxies with the same one see the

@@ -1,0 +1,343 @@
+package listener
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/security/authn"
+	"github.com/meshplane/istiod/pkg/config/protocol"
+)
+
+// UnixPrefix starts a bind (or endpoint) that is a Unix domain socket.
+const UnixPrefix = "unix://"
+
+// Localhost is where a listener that binds to its port listens when its
+// egress listener names no bind.
+const Localhost = "127.0.0.1"
+
+// EgressListener is one egress listener of the proxy's Sidecar, resolved
+// for the proxy.
+type EgressListener struct {
+	// Port is the listener's port; 0 with HasPort for a Unix socket.
+	Port    int
+	HasPort bool
+	// Protocol is the port's declared protocol.
+	Protocol protocol.Instance
+	// Bind is the address the Sidecar gives (empty: the services' VIPs or
+	// the wildcard, or Localhost when BindToPort).
+	Bind string
+	// BindToPort: the listener binds to its port (captureMode NONE, a
+	// Unix socket, or a proxy that does not redirect).
+	BindToPort bool
+	// Services are those the listener imports (trimmed to Port).
+	Services []*model.Service
+}
+
+// egressChain is one filter chain of an outbound listener being built:
+// its match, and either an HTTP connection manager (routes named rds) or
+// a TCP proxy to a cluster.
+type egressChain struct {
+	transport string
+	alpn      []string
+	sni       []string
+	http      bool
+	rds       string
+	cluster   string
+}
+
+func (c *egressChain) matchAll() bool {
+	return len(c.sni) == 0 && len(c.alpn) == 0 && c.transport == ""
+}
+
+// conflicts: two chains that match the same connections.
+func (c *egressChain) conflicts(o *egressChain) bool {
+	return c.transport == o.transport && slices.Equal(c.alpn, o.alpn) && slices.Equal(c.sni, o.sni)
+}
+
+// egressEntry is an outbound listener being built, keyed by bind and port.
+type egressEntry struct {
+	bind       string
+	port       int
+	bindToPort bool
+	proto      protocol.Instance
+	chains     []*egressChain
+	locked     bool
+}
+
+// egressOutbound builds the outbound listeners of a Sidecar's egress
+// listeners in order, as Istio does: a listener on a port takes its
+// services on that port with the listener's protocol (HTTP on the
+// wildcard or the bind, TCP on each service's VIP or the bind); once such
+// listeners exist, the catch-all listener (no port) adds nothing to them.
+// Two services on one bind and port merge: HTTP and TCP turn into a
+// sniffed listener, TCP chains that match the same connections keep the
+// first.
+func egressOutbound(o Options) []*listenerv3.Listener {
+	entries := map[string]*egressEntry{}
+	var order []string
+	var classic []*model.Service
+	classicUsed := false
+	for _, e := range o.Egress {
+		if e.HasPort {
+			if !o.canBind(e.BindToPort, e.bindOrDefault(), e.Port, e.Protocol) {
+				continue
+			}
+			for _, svc := range e.Services {
+				addEgress(entries, &order, e, svc, e.Port, e.Protocol)
+			}
+			continue
+		}
+		for _, en := range entries {
+			en.locked = true
+		}
+		if e.Bind == "" && !e.BindToPort {
+			// redirected traffic to the services' own addresses: the
+			// listeners every sidecar gets, minus those taken above
+			classic, classicUsed = append(classic, e.Services...), true
+			continue
+		}
+		for _, svc := range e.Services {
+			for _, p := range svc.Ports {
+				if o.canBind(e.BindToPort, e.bindOrDefault(), p.Port, p.Protocol) {
+					addEgress(entries, &order, e, svc, p.Port, p.Protocol)
+				}
+			}
+		}
+	}
+	out := make([]*listenerv3.Listener, 0, len(order))
+	taken := map[string]bool{}
+	for _, k := range order {
+		l := entries[k].build(o)
+		taken[l.Name] = true
+		out = append(out, l)
+	}
+	if classicUsed {
+		out = append(out, classicOutbound(classic, o, taken)...)
+	}
+	return out
+}
+
+// bindOrDefault is the bind a listener's ports are checked against.
+func (e EgressListener) bindOrDefault() string {
+	if e.Bind == "" && e.BindToPort {
+		return Localhost
+	}
+	return e.Bind
+}
+
+// canBind asks the caller whether the proxy may listen there.
+func (o Options) canBind(bindToPort bool, bind string, port int, p protocol.Instance) bool {
+	return o.CanBind == nil || o.CanBind(bindToPort, bind, port, p)
+}
+
+// addEgress adds one service port to the listener of its bind and port.
+func addEgress(entries map[string]*egressEntry, order *[]string, e EgressListener, svc *model.Service, port int, proto protocol.Instance) {
+	if svc.Resolution == model.Alias {
+		return // another name for a service that has its own listeners
+	}
+	a := egressAdd{svc: svc, port: port, proto: proto, lp: authn.ListenerProtocolOf(proto), bind: e.bindOrDefault(), bindToPort: e.BindToPort}
+	if a.bind == "" {
+		// redirected: HTTP shares the wildcard, TCP takes the VIP
+		a.bind = wildcard
+		if a.lp != authn.ListenerHTTP && hasVIP(svc) && !strings.Contains(svc.DefaultAddress, "/") {
+			a.bind = svc.DefaultAddress
+		}
+	}
+	key := a.bind + "|" + strconv.Itoa(port)
+	cur := entries[key]
+	if cur != nil && cur.locked {
+		return
+	}
+	if cur != nil && a.wellKnownClash(cur) {
+		return
+	}
+	next := a.apply(cur)
+	if next != nil && next != cur {
+		if cur == nil {
+			*order = append(*order, key)
+		}
+		entries[key] = next
+	}
+}
+
+// egressAdd is one service port being added to an outbound listener.
+type egressAdd struct {
+	svc        *model.Service
+	port       int
+	proto      protocol.Instance
+	lp         authn.ListenerProtocol
+	bind       string
+	bindToPort bool
+}
+
+// apply merges the service port into cur (nil: none yet) as Istio's
+// conflict types do, and returns the entry to keep: cur, merged in place,
+// or a new one.
+func (a egressAdd) apply(cur *egressEntry) *egressEntry {
+	switch {
+	case a.proto == protocol.HTTPProxy:
+		if cur == nil {
+			return a.entry(a.proto, &egressChain{http: true, rds: strconv.Itoa(a.port)})
+		}
+	case a.lp == authn.ListenerHTTP:
+		p := a.proto
+		if a.bind == wildcard {
+			p = protocol.Unsupported // HTTP by ALPN, the rest to the passthrough
+		}
+		switch {
+		case cur == nil:
+			return a.entry(p, a.httpChain())
+		case cur.proto.IsTCP():
+			cur.merge(a.httpChain())
+			cur.proto = protocol.Unsupported
+		}
+	case a.lp == authn.ListenerTCP:
+		if cur == nil {
+			return a.entry(a.proto, a.tcpChain())
+		}
+		cur.merge(a.tcpChain())
+		if cur.proto.IsHTTP() {
+			cur.proto = protocol.Unsupported
+		}
+	default: // sniffed
+		switch {
+		case cur == nil, cur.proto.IsHTTP():
+			return a.entry(a.proto, a.tcpChain(), a.httpChain())
+		case cur.proto.IsTCP():
+			cur.merge(a.tcpChain(), a.httpChain())
+			cur.proto = protocol.Unsupported
+		}
+	}
+	return cur
+}
+
+func (a egressAdd) entry(p protocol.Instance, chains ...*egressChain) *egressEntry {
+	return &egressEntry{bind: a.bind, port: a.port, bindToPort: a.bindToPort, proto: p, chains: chains}
+}
+
+// wellKnownClash: Mongo and MySQL never share a port with another
+// protocol (their clients speak first, an inspector would stall them).
+func (a egressAdd) wellKnownClash(cur *egressEntry) bool {
+	known := func(p protocol.Instance) bool { return p == protocol.Mongo || p == protocol.MySQL }
+	return (known(a.proto) || known(cur.proto)) && a.proto != cur.proto
+}
+
+// httpChain routes by the port's routes: the socket's own on a Unix
+// socket, the service's own for a sniffed service on a bind; it matches
+// by ALPN on the wildcard or when sniffed.
+func (a egressAdd) httpChain() *egressChain {
+	rds := strconv.Itoa(a.port)
+	switch {
+	case a.port == 0:
+		rds = a.bind
+	case a.lp == authn.ListenerAuto && a.bind != wildcard:
+		rds = a.svc.Hostname + ":" + strconv.Itoa(a.port)
+	}
+	hc := &egressChain{http: true, rds: rds}
+	if a.bind == wildcard || a.lp == authn.ListenerAuto {
+		hc.transport, hc.alpn = authn.TransportRawBuffer, []string{"http/1.1", "h2c"}
+	}
+	return hc
+}
+
+// tcpChain goes to the service's only port when it has one (a Sidecar
+// port that is not the service's, a socket), else to the listener's port,
+// as Istio picks the cluster; TLS without a VIP on the wildcard matches by
+// SNI.
+func (a egressAdd) tcpChain() *egressChain {
+	cp := a.port
+	if len(a.svc.Ports) == 1 {
+		cp = a.svc.Ports[0].Port
+	}
+	tc := &egressChain{cluster: cluster.SubsetKey(cluster.Outbound, "", a.svc.Hostname, cp)}
+	if a.proto.IsTLS() && a.bind == wildcard && !hasVIP(a.svc) {
+		tc.sni = []string{a.svc.Hostname}
+	}
+	return tc
+}
+
+// merge adds the chains that match connections no chain of the entry
+// matches yet.
+func (en *egressEntry) merge(chains ...*egressChain) {
+	for _, in := range chains {
+		clash := false
+		for _, c := range en.chains {
+			if c.conflicts(in) {
+				clash = true
+				break
+			}
+		}
+		if !clash {
+			en.chains = append(en.chains, in)
+		}
+	}
+}
+
+// build renders an entry as Istio renders outbound listeners: a chain
+// that matches everything is the default chain (the only chain when it is
+// alone); otherwise the passthrough takes what no chain matches.
+func (en *egressEntry) build(o Options) *listenerv3.Listener {
+	name := en.bind + "_" + strconv.Itoa(en.port)
+	l := &listenerv3.Listener{
+		Name:             name,
+		Address:          egressAddress(en.bind, en.port),
+		TrafficDirection: core.TrafficDirection_OUTBOUND,
+	}
+	if en.bindToPort {
+		l.MaxConnectionsToAcceptPerSocketEvent = wrapperspb.UInt32(1)
+	} else {
+		l.BindToPort = wrapperspb.Bool(false)
+	}
+	sniffing(l)
+	var needTLS, needHTTP bool
+	for _, c := range en.chains {
+		needTLS = needTLS || len(c.sni) > 0
+		needHTTP = needHTTP || len(c.alpn) > 0
+	}
+	if needTLS {
+		l.ListenerFilters = append(l.ListenerFilters, tlsInspector())
+	}
+	if needHTTP {
+		l.ListenerFilters = append(l.ListenerFilters, httpInspector())
+	}
+	for _, c := range en.chains {
+		fc := &listenerv3.FilterChain{TransportSocketConnectTimeout: connectTimeout}
+		if c.http {
+			fc.Filters = []*listenerv3.Filter{outboundHTTP("outbound_"+name+";", c.rds, o)}
+		} else {
+			fc.Filters = []*listenerv3.Filter{tcpProxy(c.cluster, o, true)}
+		}
+		if c.matchAll() {
+			l.DefaultFilterChain = fc
+			continue
+		}
+		fc.FilterChainMatch = &listenerv3.FilterChainMatch{TransportProtocol: c.transport, ApplicationProtocols: c.alpn}
+		if len(c.sni) > 0 {
+			fc.FilterChainMatch.ServerNames = slices.Sorted(slices.Values(c.sni))
+		}
+		l.FilterChains = append(l.FilterChains, fc)
+	}
+	switch {
+	case l.DefaultFilterChain != nil && len(l.FilterChains) == 0:
+		l.FilterChains, l.DefaultFilterChain = []*listenerv3.FilterChain{l.DefaultFilterChain}, nil
+	case l.DefaultFilterChain == nil:
+		l.DefaultFilterChain = passthroughChain(o)
+	}
+	return l
+}
+
+// egressAddress is an IP and port or, without a port, the path of a Unix
+// socket (Istio takes any portless bind for a socket path).
+func egressAddress(bind string, port int) *core.Address {
+	if port == 0 {
+		return &core.Address{Address: &core.Address_Pipe{Pipe: &core.Pipe{Path: strings.TrimPrefix(bind, UnixPrefix)}}}
+	}
+	return address(bind, port)
+}

@@ -1,0 +1,119 @@
+package xds
+
+import (
+	"fmt"
+	"maps"
+	"math/rand"
+	"testing"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+)
+
+// referenceAfter is what a client holds after a push, computed the plain
+// way: every generated resource at its version (the later of a name
+// twice), and the held ones it had at the version it had.
+func referenceAfter(rs []*discovery.Resource, sent map[string]string, held map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, r := range rs {
+		out[r.Name] = r.Version
+	}
+	for h := range held {
+		if v, ok := sent[h]; ok {
+			out[h] = v
+		}
+	}
+	return out
+}
+
+func collect(s *sentVersions) map[string]string {
+	out := map[string]string{}
+	for n, v := range s.all() {
+		if _, dup := out[n]; dup {
+			panic("name yielded twice: " + n)
+		}
+		out[n] = v
+	}
+	return out
+}
+
+// Whatever base a set is built on, it holds exactly what the plain
+// computation says, through get and all: connections of a group that
+// share most resources, differ in a few, lose some, hold some and repeat
+// names.
+func TestSentVersionsMatchPlainMaps(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	names := make([]string, 300)
+	for i := range names {
+		names[i] = fmt.Sprintf("outbound|80||svc-%d", i)
+	}
+	const conns = 12
+	sent := make([]*sentVersions, conns)
+	plain := make([]map[string]string, conns)
+	for round := 0; round < 60; round++ {
+		// most connections see the same resources at a round's versions
+		shared := map[string]string{}
+		for _, n := range names[:200+r.Intn(100)] {
+			shared[n] = fmt.Sprintf("v%d", r.Intn(3))
+		}
+		for c := 0; c < conns; c++ {
+			var rs []*discovery.Resource
+			for _, n := range names {
+				v, ok := shared[n]
+				switch {
+				case r.Intn(40) == 0: // this one differs
+					v, ok = "own-"+fmt.Sprint(c), true
+				case r.Intn(60) == 0: // or lacks it
+					ok = false
+				}
+				if ok {
+					rs = append(rs, &discovery.Resource{Name: n, Version: v})
+				}
+			}
+			if r.Intn(10) == 0 && len(rs) > 0 {
+				rs = append(rs, &discovery.Resource{Name: rs[0].Name, Version: "dup"})
+			}
+			if r.Intn(7) == 0 { // a very different client
+				rs = rs[:r.Intn(len(rs)+1)]
+			}
+			held := map[string]string{}
+			for i := r.Intn(4); i > 0; i-- {
+				held[names[r.Intn(len(names))]] = "invalid"
+			}
+			version := resourceVersions(rs)
+			want := referenceAfter(rs, plain[c], held)
+			got := after(fmt.Sprintf("cds|sidecar|ns-%d", c%2), rs, version, sent[c], held)
+			if g := collect(got); !maps.Equal(g, want) {
+				t.Fatalf("round %d conn %d: holds %d entries, want %d", round, c, len(g), len(want))
+			}
+			for _, n := range append(names, "absent") {
+				v, ok := got.get(n)
+				w, wok := want[n]
+				if ok != wok || v != w {
+					t.Fatalf("round %d conn %d: get(%s) = %q %v, want %q %v", round, c, n, v, ok, w, wok)
+				}
+			}
+			sent[c], plain[c] = got, want
+		}
+	}
+	// most sets share a base and keep only a few entries of their own
+	small := 0
+	for _, s := range sent {
+		if s != nil && s.base != nil && len(s.own) <= maxOwn(s.base) {
+			small++
+		}
+	}
+	if small < conns/2 {
+		t.Errorf("only %d of %d sets are built on a shared base", small, conns)
+	}
+}
+
+func TestSentVersionsWithout(t *testing.T) {
+	s := after("eds|sidecar|ns", []*discovery.Resource{{Name: "a", Version: "1"}, {Name: "b", Version: "2"}}, func(i int) string { return []string{"1", "2"}[i] }, nil, nil)
+	w := s.without([]string{"a", "x"})
+	if got := collect(w); !maps.Equal(got, map[string]string{"b": "2"}) {
+		t.Errorf("without a: %v", got)
+	}
+	if got := collect(s); !maps.Equal(got, map[string]string{"a": "1", "b": "2"}) {
+		t.Errorf("the original changed: %v", got)
+	}
+}
