@@ -103,8 +103,16 @@ func startIstiod(t target, src source, meshFile, dir string) (*daemon, error) {
 func (d *daemon) pid() int { return d.cmd.Process.Pid }
 
 // heapProfile writes istiod's heap profile (after a GC) to path.
-func (d *daemon) heapProfile(path string) error {
-	resp, err := http.Get("http://" + d.http + "/debug/pprof/heap?gc=1")
+func (d *daemon) heapProfile(path string) error { return d.profile("/debug/pprof/heap?gc=1", path) }
+
+// cpuProfile records istiod's CPU profile for the given time into path.
+func (d *daemon) cpuProfile(seconds int, path string) error {
+	return d.profile("/debug/pprof/profile?seconds="+strconv.Itoa(seconds), path)
+}
+
+// profile writes what a pprof endpoint of istiod answers to path.
+func (d *daemon) profile(endpoint, path string) error {
+	resp, err := http.Get("http://" + d.http + endpoint)
 	if err != nil {
 		return err
 	}

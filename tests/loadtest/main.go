@@ -24,6 +24,7 @@ func main() {
 	flag.IntVar(&o.Repeat, "repeat", o.Repeat, "times the VirtualService is changed; the report gives the median")
 	flag.DurationVar(&o.Settle, "settle", o.Settle, "idle time after istiod is ready before its no-sidecar memory is read")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the work directory (generated mesh, istiod log)")
+	flag.StringVar(&o.IstiodCPUProfile, "istiod-cpuprofile", "", "record each control plane's CPU profile of the change rounds into this file (.<flavor> appended)")
 	flag.StringVar(&o.IstiodHeapProfile, "istiod-heapprofile", "", "write istiod's heap profile at the end (sidecars still connected) to this file")
 	quiet := flag.Bool("q", false, "no progress lines")
 	cpuProfile := flag.String("cpuprofile", "", "write the tool's CPU profile to this file")

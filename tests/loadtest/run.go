@@ -57,6 +57,9 @@ type Options struct {
 	// written at the end, with every sidecar still connected (one file
 	// per control plane: the second gets suffix .1, and so on).
 	IstiodHeapProfile string
+	// IstiodCPUProfile, when set, is where istiod's CPU profile of the
+	// change rounds is written (2 s per round are recorded).
+	IstiodCPUProfile string
 }
 
 // DefaultOptions is the scenario of the issue: 1,000 sidecars, 100 services.
@@ -294,6 +297,17 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 	logf("%d sidecars have full config after %v", r.Full, r.FullTotal.Round(time.Millisecond))
 
 	r.Converged = r.Proxies
+	var cpuProfileDone chan struct{}
+	if o.IstiodCPUProfile != "" {
+		path := o.IstiodCPUProfile + "." + string(t.flavor)
+		cpuProfileDone = make(chan struct{})
+		go func() {
+			defer close(cpuProfileDone)
+			if err := d.cpuProfile(2*o.Repeat, path); err != nil {
+				logf("istiod CPU profile: %v", err)
+			}
+		}()
+	}
 	for round := 1; round <= o.Repeat && r.Full > 0 && r.Aborted == ""; round++ {
 		if round > 1 {
 			// let the last round's ACKs and pushes settle
@@ -311,6 +325,9 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 		r.Converged = 0
 	}
 	r.ConvergeTotal = median(r.Rounds)
+	if cpuProfileDone != nil {
+		<-cpuProfileDone
+	}
 	r.IstiodChangeCPU, r.ToolChangeCPU = cpu.lap()
 	r.ChangeResponses = f.count.responses.Load() - r.Responses
 	for i := range f.count.bytes {

@@ -72,10 +72,11 @@ func walk(m protoreflect.Message) *badRegex {
 		return walk(inner.ProtoReflect())
 	}
 	var bad *badRegex
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Kind() != protoreflect.MessageKind && fd.Kind() != protoreflect.GroupKind {
-			return true
+	for _, fd := range reachingFields(m.Descriptor()) {
+		if !m.Has(fd) {
+			continue
 		}
+		v := m.Get(fd)
 		switch {
 		case fd.IsList():
 			l := v.List()
@@ -85,21 +86,21 @@ func walk(m protoreflect.Message) *badRegex {
 				}
 			}
 		case fd.IsMap():
-			if fd.MapValue().Kind() == protoreflect.MessageKind {
-				v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-					if bad = walk(mv.Message()); bad != nil {
-						bad.in("." + string(fd.Name()) + "[" + k.String() + "]")
-					}
-					return bad == nil
-				})
-			}
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if bad = walk(mv.Message()); bad != nil {
+					bad.in("." + string(fd.Name()) + "[" + k.String() + "]")
+				}
+				return bad == nil
+			})
 		default:
 			if bad = walk(v.Message()); bad != nil {
 				bad.in("." + string(fd.Name()))
 			}
 		}
-		return bad == nil
-	})
+		if bad != nil {
+			return bad
+		}
+	}
 	return bad
 }
 
@@ -114,11 +115,56 @@ var regexCarriers = map[string]bool{
 	"type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC":                                     true,
 }
 
+// carrierFields are the Any fields a regexCarrier is packed in: network
+// filters (connection manager, network RBAC) and HTTP filters (RBAC). Any
+// fields elsewhere (retry predicates, per-route filter configs, transport
+// sockets) never hold one, so the walk does not enter them; without this
+// every route would be walked down to its last Any.
+var carrierFields = map[protoreflect.FullName]bool{
+	"envoy.config.listener.v3.Filter.typed_config":                                        true,
+	"envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter.typed_config": true,
+}
+
+// fieldReaches reports whether a message field of type d may lead to a
+// RegexMatcher.
+func fieldReaches(fd protoreflect.FieldDescriptor, d protoreflect.MessageDescriptor) bool {
+	if d.FullName() == "google.protobuf.Any" {
+		return carrierFields[fd.FullName()]
+	}
+	return mayHoldRegex(d)
+}
+
+// fieldsReaching memoises reachingFields by message name.
+var fieldsReaching sync.Map // protoreflect.FullName -> []protoreflect.FieldDescriptor
+
+// reachingFields are the message fields of d that may lead to a
+// RegexMatcher, the only ones the walk looks at.
+func reachingFields(d protoreflect.MessageDescriptor) []protoreflect.FieldDescriptor {
+	if v, ok := fieldsReaching.Load(d.FullName()); ok {
+		return v.([]protoreflect.FieldDescriptor)
+	}
+	var out []protoreflect.FieldDescriptor
+	fields := d.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		md := fd.Message()
+		if fd.IsMap() {
+			md = fd.MapValue().Message()
+		}
+		if md != nil && fieldReaches(fd, md) {
+			out = append(out, fd)
+		}
+	}
+	fieldsReaching.Store(d.FullName(), out)
+	return out
+}
+
 // regexReach memoises mayHoldRegex by message name.
 var regexReach sync.Map // protoreflect.FullName -> bool
 
 // mayHoldRegex reports whether a message of type d can contain a
-// RegexMatcher, directly or through an Any (any Any may).
+// RegexMatcher, directly or through an Any of carrierFields (an Any
+// itself may).
 func mayHoldRegex(d protoreflect.MessageDescriptor) bool {
 	if v, ok := regexReach.Load(d.FullName()); ok {
 		return v.(bool)
@@ -143,10 +189,20 @@ func reach(d protoreflect.MessageDescriptor, visiting map[protoreflect.FullName]
 	fields := d.Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
+		md := fd.Message()
 		if fd.IsMap() {
-			fd = fd.MapValue()
+			md = fd.MapValue().Message()
 		}
-		if fd.Message() != nil && reach(fd.Message(), visiting) {
+		if md == nil {
+			continue
+		}
+		if md.FullName() == "google.protobuf.Any" {
+			if carrierFields[fd.FullName()] {
+				return true
+			}
+			continue
+		}
+		if reach(md, visiting) {
 			return true
 		}
 	}
