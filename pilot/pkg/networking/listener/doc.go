@@ -6,6 +6,11 @@
 //   - 0.0.0.0_<port> per HTTP port, with an HTTP connection manager on RDS;
 //   - <vip>_<port> per TCP service port, and 0.0.0.0_<port> with one chain
 //     per server name for TLS services without a VIP;
+//   - <vip>_<port> per service port without a declared protocol (sniffed):
+//     a TCP chain to its cluster and, by the HTTP inspector, an HTTP chain
+//     on its own routes "<host>:<port>"; without a VIP (or with a CIDR,
+//     matched by the TCP chain) it merges into 0.0.0.0_<port> by Istio's
+//     conflict rules (listener.go classicOutbound, outbound_egress.go);
 //   - virtualInbound on 15006, with chains per protocol for the proxy's
 //     own ports and for the rest (passthrough), each in mTLS and plain text;
 //   - for a Sidecar: its egress listeners' listeners (<bind>_<port>, Unix

@@ -2,7 +2,6 @@ package listener
 
 import (
 	"sort"
-	"strconv"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -76,6 +75,18 @@ type Options struct {
 	// may): an unprivileged proxy cannot bind to a port below 1024, and
 	// no listener may take a port of the proxy's own static listeners.
 	CanBind func(bindToPort bool, bind string, port int, p protocol.Instance) bool
+
+	// ProtocolDetectionTimeout is the mesh's protocolDetectionTimeout:
+	// how long an outbound listener's HTTP inspector may wait for the
+	// first bytes (nil: 0s, no limit, the mesh default).
+	ProtocolDetectionTimeout *durationpb.Duration
+
+	// Instances are the addresses of each endpoint of a service's port
+	// (nil: none known): a headless service's TCP and sniffed ports get a
+	// listener per endpoint (outbound_headless.go). SelfIP is the proxy's
+	// first address, whose endpoint gets none.
+	Instances func(svc *model.Service, p *model.Port) [][]string
+	SelfIP    string
 
 	// dir is the Telemetry of the direction being built
 	dir *Telemetry
@@ -179,7 +190,7 @@ func BuildInbound(o Options) *listenerv3.Listener {
 
 // BuildOutbound builds the listeners for the services a sidecar sees and
 // virtualOutbound; they ignore Options.Inbound, so sidecars that see the
-// same services with the same options can share them. With
+// same services with the same options (SelfIP included) can share them. With
 // Options.Egress, the Sidecar's egress listeners decide the listeners
 // instead of services. Sorted by name.
 func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener {
@@ -198,53 +209,40 @@ func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener 
 	return out
 }
 
-// classicOutbound builds a listener per service port the proxy reaches by
-// redirection: HTTP (and sniffed) ports share the wildcard, TCP ports take
-// the service's VIP, TLS ports without a VIP share the wildcard by SNI.
-// Names in taken belong to listeners built before and are left alone.
+// classicOutbound builds the listeners of the services the proxy reaches
+// by redirection, as Istio's catch-all egress listener does: HTTP ports
+// share the wildcard, TCP and sniffed ports take the service's VIP (the
+// wildcard, with a CIDR match when the address is a CIDR, without one),
+// and ports that meet on one address merge by Istio's conflict rules.
+// Keys in taken ("<bind>|<port>") belong to listeners built before (a
+// Sidecar's egress listeners with a port) and are left alone, as Istio
+// locks them.
 func classicOutbound(services []*model.Service, o Options, taken map[string]bool) []*listenerv3.Listener {
-	byName := map[string]*listenerv3.Listener{}
-	var out []*listenerv3.Listener
-	add := func(l *listenerv3.Listener) {
-		if byName[l.Name] == nil && !taken[l.Name] {
-			byName[l.Name] = l
-			out = append(out, l)
-		}
+	entries := map[string]*egressEntry{}
+	var order []string
+	for k := range taken {
+		// a listener built before keeps its address and port
+		entries[k] = &egressEntry{locked: true}
 	}
-	sniChains := map[int][]*model.Service{}
-	sniffed := map[int][]sniffedService{}
 	for _, svc := range services {
 		for _, p := range svc.Ports {
 			if !o.canBind(false, "", p.Port, p.Protocol) {
-				// an HTTP port on the wildcard that a static or capture
-				// listener of the proxy holds (15001, 15021, ...)
+				// a port that a static or capture listener of the proxy
+				// holds (15001, 15021, ...)
 				continue
 			}
-			switch {
-			case p.Protocol.IsHTTP() || p.Protocol == protocol.Unsupported:
-				add(httpListener(p.Port, o))
-				if p.Protocol == protocol.Unsupported && hasVIP(svc) {
-					sniffed[p.Port] = append(sniffed[p.Port], sniffedService{svc, p})
+			if binds, ok := instanceBinds(svc, p, o); ok {
+				for _, b := range binds {
+					addEgress(entries, &order, EgressListener{Bind: b}, svc, p.Port, p.Protocol)
 				}
-			case p.Protocol == protocol.UDP:
-			case p.Protocol.IsTLS() && !hasVIP(svc):
-				// services without a VIP share the port, told apart by SNI
-				sniChains[p.Port] = append(sniChains[p.Port], svc)
-			default:
-				add(tcpListener(svc, p, o))
+				continue
 			}
+			addEgress(entries, &order, EgressListener{}, svc, p.Port, p.Protocol)
 		}
 	}
-	ports := make([]int, 0, len(sniChains))
-	for p := range sniChains {
-		ports = append(ports, p)
-	}
-	sort.Ints(ports)
-	for _, p := range ports {
-		add(tlsListener(p, sniChains[p], o))
-	}
-	for port, svcs := range sniffed {
-		addSniffedChains(byName[wildcard+"_"+strconv.Itoa(port)], port, svcs, o)
+	out := make([]*listenerv3.Listener, 0, len(order))
+	for _, k := range order {
+		out = append(out, entries[k].build(o))
 	}
 	return out
 }

@@ -5,10 +5,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
@@ -175,7 +177,9 @@ func TestTLSServicesBySNI(t *testing.T) {
 		t.Fatalf("listeners %s %s", ls[0].Name, ls[1].Name)
 	}
 	got := chainSummary(t, ls[0])
-	if len(got) != 2 || ls[0].FilterChains[0].FilterChainMatch.ServerNames[0] != "a.example.com" || !strings.HasSuffix(got[1], "tcp:outbound|443||b.example.com") {
+	// chains follow the order of the services (creation time, then
+	// host), as Istio merges them
+	if len(got) != 2 || ls[0].FilterChains[0].FilterChainMatch.ServerNames[0] != "b.example.com" || !strings.HasSuffix(got[1], "tcp:outbound|443||a.example.com") {
 		t.Errorf("SNI chains %v", got)
 	}
 	if ls[0].ListenerFilters[0].Name != "envoy.filters.listener.tls_inspector" || ls[0].DefaultFilterChain.GetName() != "PassthroughFilterChain" {
@@ -225,50 +229,119 @@ func uniqueMatches(t *testing.T, l *listenerv3.Listener) {
 	}
 }
 
-// A service port whose protocol is not declared shares the port's HTTP
-// listener: HTTP to its VIP is routed like any HTTP, other traffic to its
-// VIP goes to its cluster instead of the passthrough.
+// A service port whose protocol is not declared (sniffed) gets a listener
+// of its own on the service's VIP, as Istio's ListenerProtocolAuto does:
+// the HTTP inspector sends HTTP to the service's own routes
+// ("<host>:<port>") and anything else to its cluster, the default chain.
+// Without a VIP the port takes the wildcard, where an HTTP service that
+// came first keeps it (Istio leaves a sniffed port over a sniffed wildcard
+// alone); a CIDR address takes the wildcard too, its TCP chain matching
+// the CIDR and HTTP going to the port's routes.
 func TestSniffedPortTakesTCPToo(t *testing.T) {
+	sniffed := func(port int) *model.Port {
+		return &model.Port{Name: "data", Port: port, Protocol: protocol.Unsupported}
+	}
 	ls := listener.BuildOutbound([]*model.Service{
 		svc("web.ns.svc.cluster.local", "10.0.0.1", &model.Port{Name: "http", Port: 8080, Protocol: protocol.HTTP}),
-		svc("db.ns.svc.cluster.local", "10.0.0.2", &model.Port{Name: "data", Port: 8080, Protocol: protocol.Unsupported}),
-		svc("headless.ns.svc.cluster.local", "", &model.Port{Name: "data", Port: 8080, Protocol: protocol.Unsupported}),
+		svc("db.ns.svc.cluster.local", "10.0.0.2", sniffed(8080)),
+		svc("headless.ns.svc.cluster.local", "", sniffed(8080)),
+		svc("nets.example.com", "192.168.0.0/16", sniffed(9000)),
 	}, listener.Options{AllowAny: true})
-	l := ls[0]
-	if l.Name != "0.0.0.0_8080" || len(ls) != 2 {
+	want := map[string][]string{
+		"0.0.0.0_8080": {"[http/1.1 h2c] -> rds:8080", "default: [] -> tcp:PassthroughCluster"},
+		"10.0.0.2_8080": {"[http/1.1 h2c] -> rds:db.ns.svc.cluster.local:8080",
+			"default: [] -> tcp:outbound|8080||db.ns.svc.cluster.local"},
+		"0.0.0.0_9000": {"[] 192.168.0.0/16 -> tcp:outbound|9000||nets.example.com", "[http/1.1 h2c] -> rds:9000",
+			"default: [] -> tcp:PassthroughCluster"},
+		"virtualOutbound": nil,
+	}
+	if len(ls) != len(want) {
+		t.Fatalf("%d listeners, want %d: %v", len(ls), len(want), ls)
+	}
+	for _, l := range ls {
+		w, ok := want[l.Name]
+		if !ok {
+			t.Errorf("unexpected listener %s", l.Name)
+			continue
+		}
+		if err := l.ValidateAll(); err != nil {
+			t.Fatal(err)
+		}
+		if w == nil {
+			continue
+		}
+		uniqueMatches(t, l)
+		if len(l.ListenerFilters) != 1 || l.ListenerFilters[0].Name != "envoy.filters.listener.http_inspector" || l.BindToPort.GetValue() {
+			t.Errorf("%s: listener filters %v, bind_to_port %v", l.Name, l.ListenerFilters, l.BindToPort)
+		}
+		got := make([]string, 0, len(w))
+		for _, fc := range l.FilterChains {
+			got = append(got, sniffedChain(fc))
+		}
+		got = append(got, "default: "+sniffedChain(l.DefaultFilterChain))
+		if strings.Join(got, "\n") != strings.Join(w, "\n") {
+			t.Errorf("%s chains:\n%s\nwant:\n%s", l.Name, strings.Join(got, "\n"), strings.Join(w, "\n"))
+		}
+	}
+}
+
+// On the wildcard the first service of a port decides: a sniffed port
+// without a VIP first keeps the port from a later HTTP one (HTTP over
+// sniffed adds nothing, its routes come through RDS), and a later TCP port
+// adds its chain only where no chain matches the same connections (TCP
+// over sniffed). The mesh's protocol detection timeout goes to listeners
+// with the HTTP inspector only.
+func TestSniffedWildcardConflicts(t *testing.T) {
+	sniffed := &model.Port{Name: "data", Port: 7000, Protocol: protocol.Unsupported}
+	ls := listener.BuildOutbound([]*model.Service{
+		svc("a-peers.ns.svc.cluster.local", "", sniffed),
+		svc("b-http.ns.svc.cluster.local", "", &model.Port{Name: "http", Port: 7000, Protocol: protocol.HTTP}),
+		svc("c-nets.example.com", "10.8.0.0/16", &model.Port{Name: "tcp", Port: 7000, Protocol: protocol.TCP}),
+		svc("d-tcp.example.com", "", &model.Port{Name: "tcp", Port: 7000, Protocol: protocol.TCP}),
+		svc("e-db.ns.svc.cluster.local", "10.0.0.5", &model.Port{Name: "tcp", Port: 5432, Protocol: protocol.TCP}),
+	}, listener.Options{AllowAny: true, ProtocolDetectionTimeout: durationpb.New(3 * time.Second)})
+	if len(ls) != 3 || ls[0].Name != "0.0.0.0_7000" || ls[1].Name != "10.0.0.5_5432" {
 		t.Fatalf("listeners %v", ls)
 	}
+	l := ls[0]
 	if err := l.ValidateAll(); err != nil {
 		t.Fatal(err)
 	}
 	uniqueMatches(t, l)
 	var got []string
 	for _, fc := range l.FilterChains {
-		m := fc.FilterChainMatch
-		s := fmt.Sprint(m.GetApplicationProtocols())
-		for _, r := range m.GetPrefixRanges() {
-			s += " " + r.AddressPrefix + "/" + fmt.Sprint(r.PrefixLen.GetValue())
-		}
-		switch f := fc.Filters[0]; f.Name {
-		case "envoy.filters.network.tcp_proxy":
-			tp := &tcpproxy.TcpProxy{}
-			_ = f.GetTypedConfig().UnmarshalTo(tp)
-			s += " -> tcp:" + tp.GetCluster()
-		default:
-			m := &hcm.HttpConnectionManager{}
-			_ = f.GetTypedConfig().UnmarshalTo(m)
-			s += " -> rds:" + m.GetRds().GetRouteConfigName()
-		}
-		got = append(got, s)
+		got = append(got, sniffedChain(fc))
 	}
-	want := []string{
-		"[http/1.1 h2c] -> rds:8080",
-		"[http/1.1 h2c] 10.0.0.2/32 -> rds:8080",
-		"[] 10.0.0.2/32 -> tcp:outbound|8080||db.ns.svc.cluster.local",
-	}
+	got = append(got, "default: "+sniffedChain(l.DefaultFilterChain))
+	want := []string{"[http/1.1 h2c] -> rds:7000", "[] 10.8.0.0/16 -> tcp:outbound|7000||c-nets.example.com",
+		"default: [] -> tcp:outbound|7000||a-peers.ns.svc.cluster.local"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	if l.ListenerFiltersTimeout.AsDuration() != 3*time.Second || ls[1].ListenerFiltersTimeout.AsDuration() != 0 {
+		t.Errorf("listener filter timeouts %v %v", l.ListenerFiltersTimeout, ls[1].ListenerFiltersTimeout)
+	}
+}
+
+// sniffedChain sums up a chain: its ALPN and address match, and where it
+// sends traffic.
+func sniffedChain(fc *listenerv3.FilterChain) string {
+	m := fc.FilterChainMatch
+	s := fmt.Sprint(m.GetApplicationProtocols())
+	for _, r := range m.GetPrefixRanges() {
+		s += " " + r.AddressPrefix + "/" + fmt.Sprint(r.PrefixLen.GetValue())
+	}
+	switch f := fc.Filters[len(fc.Filters)-1]; f.Name {
+	case "envoy.filters.network.tcp_proxy":
+		tp := &tcpproxy.TcpProxy{}
+		_ = f.GetTypedConfig().UnmarshalTo(tp)
+		s += " -> tcp:" + tp.GetCluster()
+	default:
+		m := &hcm.HttpConnectionManager{}
+		_ = f.GetTypedConfig().UnmarshalTo(m)
+		s += " -> rds:" + m.GetRds().GetRouteConfigName()
+	}
+	return s
 }
 
 // The PeerAuthentication mode decides a port's chains: STRICT keeps only

@@ -1,12 +1,14 @@
 package listener
 
 import (
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -47,18 +49,33 @@ type egressChain struct {
 	transport string
 	alpn      []string
 	sni       []string
+	cidr      []string
 	http      bool
 	rds       string
 	cluster   string
 }
 
 func (c *egressChain) matchAll() bool {
-	return len(c.sni) == 0 && len(c.alpn) == 0 && c.transport == ""
+	return len(c.sni) == 0 && len(c.alpn) == 0 && c.transport == "" && len(c.cidr) == 0
 }
 
 // conflicts: two chains that match the same connections.
 func (c *egressChain) conflicts(o *egressChain) bool {
-	return c.transport == o.transport && slices.Equal(c.alpn, o.alpn) && slices.Equal(c.sni, o.sni)
+	return c.transport == o.transport && slices.Equal(c.alpn, o.alpn) && slices.Equal(c.sni, o.sni) &&
+		slices.Equal(maskedCIDRs(c.cidr), maskedCIDRs(o.cidr))
+}
+
+// maskedCIDRs are the networks of CIDRs, sorted: 10.0.1.0/16 and
+// 10.0.2.0/16 match the same destinations.
+func maskedCIDRs(cidrs []string) []string {
+	out := make([]string, 0, len(cidrs))
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			out = append(out, p.Masked().String())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // egressEntry is an outbound listener being built, keyed by bind and port.
@@ -114,9 +131,8 @@ func egressOutbound(o Options) []*listenerv3.Listener {
 	out := make([]*listenerv3.Listener, 0, len(order))
 	taken := map[string]bool{}
 	for _, k := range order {
-		l := entries[k].build(o)
-		taken[l.Name] = true
-		out = append(out, l)
+		taken[k] = true
+		out = append(out, entries[k].build(o))
 	}
 	if classicUsed {
 		out = append(out, classicOutbound(classic, o, taken)...)
@@ -139,15 +155,21 @@ func (o Options) canBind(bindToPort bool, bind string, port int, p protocol.Inst
 
 // addEgress adds one service port to the listener of its bind and port.
 func addEgress(entries map[string]*egressEntry, order *[]string, e EgressListener, svc *model.Service, port int, proto protocol.Instance) {
-	if svc.Resolution == model.Alias {
-		return // another name for a service that has its own listeners
+	if svc.Resolution == model.Alias || proto == protocol.UDP {
+		return // another name for a service that has its own listeners; UDP has none
 	}
 	a := egressAdd{svc: svc, port: port, proto: proto, lp: authn.ListenerProtocolOf(proto), bind: e.bindOrDefault(), bindToPort: e.BindToPort}
 	if a.bind == "" {
-		// redirected: HTTP shares the wildcard, TCP takes the VIP
+		// redirected: HTTP shares the wildcard, TCP and sniffed ports take
+		// the VIP; a CIDR address shares the wildcard and its TCP chains
+		// match the CIDR
 		a.bind = wildcard
-		if a.lp != authn.ListenerHTTP && hasVIP(svc) && !strings.Contains(svc.DefaultAddress, "/") {
-			a.bind = svc.DefaultAddress
+		if a.lp != authn.ListenerHTTP && hasVIP(svc) {
+			if strings.Contains(svc.DefaultAddress, "/") {
+				a.cidr = []string{svc.DefaultAddress}
+			} else {
+				a.bind = svc.DefaultAddress
+			}
 		}
 	}
 	key := a.bind + "|" + strconv.Itoa(port)
@@ -175,6 +197,8 @@ type egressAdd struct {
 	lp         authn.ListenerProtocol
 	bind       string
 	bindToPort bool
+	// cidr is the service's address when it is a CIDR (on the wildcard)
+	cidr []string
 }
 
 // apply merges the service port into cur (nil: none yet) as Istio's
@@ -256,8 +280,8 @@ func (a egressAdd) tcpChain() *egressChain {
 	if len(a.svc.Ports) == 1 {
 		cp = a.svc.Ports[0].Port
 	}
-	tc := &egressChain{cluster: cluster.SubsetKey(cluster.Outbound, "", a.svc.Hostname, cp)}
-	if a.proto.IsTLS() && a.bind == wildcard && !hasVIP(a.svc) {
+	tc := &egressChain{cluster: cluster.SubsetKey(cluster.Outbound, "", a.svc.Hostname, cp), cidr: a.cidr}
+	if a.proto.IsTLS() && a.bind == wildcard && (!hasVIP(a.svc) || len(a.cidr) > 0) {
 		tc.sni = []string{a.svc.Hostname}
 	}
 	return tc
@@ -306,6 +330,11 @@ func (en *egressEntry) build(o Options) *listenerv3.Listener {
 	}
 	if needHTTP {
 		l.ListenerFilters = append(l.ListenerFilters, httpInspector())
+		if o.ProtocolDetectionTimeout != nil {
+			// only the HTTP inspector can stall; Istio applies the
+			// mesh's limit to it alone
+			l.ListenerFiltersTimeout = durationpb.New(o.ProtocolDetectionTimeout.AsDuration())
+		}
 	}
 	for _, c := range en.chains {
 		fc := &listenerv3.FilterChain{TransportSocketConnectTimeout: connectTimeout}
@@ -322,6 +351,11 @@ func (en *egressEntry) build(o Options) *listenerv3.Listener {
 		if len(c.sni) > 0 {
 			fc.FilterChainMatch.ServerNames = slices.Sorted(slices.Values(c.sni))
 		}
+		for _, d := range slices.Sorted(slices.Values(c.cidr)) {
+			if r := cidrRange(d); r != nil && r.AddressPrefix != "0.0.0.0" {
+				fc.FilterChainMatch.PrefixRanges = append(fc.FilterChainMatch.PrefixRanges, r)
+			}
+		}
 		l.FilterChains = append(l.FilterChains, fc)
 	}
 	switch {
@@ -331,6 +365,20 @@ func (en *egressEntry) build(o Options) *listenerv3.Listener {
 		l.DefaultFilterChain = passthroughChain(o)
 	}
 	return l
+}
+
+// cidrRange is an address or CIDR as a prefix range, its address as
+// written (not masked), as Istio converts it.
+func cidrRange(s string) *core.CidrRange {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, aerr := netip.ParseAddr(s)
+		if aerr != nil {
+			return nil
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	return &core.CidrRange{AddressPrefix: p.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(p.Bits()))}
 }
 
 // egressAddress is an IP and port or, without a port, the path of a Unix

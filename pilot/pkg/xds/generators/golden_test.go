@@ -66,6 +66,10 @@ var goldenCases = []goldenCase{
 	// A proxy without traffic redirection (INTERCEPTION_MODE NONE).
 	{name: "sidecar-none-mode", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
 		meta: map[string]any{"INTERCEPTION_MODE": "NONE"}, routes: []string{"80"}},
+	// Service ports without a declared protocol (sniffed): see the case file.
+	{name: "sidecar-sniffing", nodeID: "sidecar~10.1.0.9~client-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "ring"},
+		routes: []string{"8080", "7000", "6000", "legacy.app.svc.cluster.local:3000", "api.partner.example.com:9000",
+			"cache.app.svc.cluster.local:8080", "queue.app.svc.cluster.local:5432", "ring.app.svc.cluster.local:4000"}},
 	// Sidecar ingress tls with ENABLE_TLS_ON_SIDECAR_INGRESS on.
 	{name: "sidecar-ingress-tls", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
 		sidecarIngressTLS: true},

@@ -190,6 +190,8 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		TLS:  g.inboundTLS(push), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
 		InboundTCPPolicy: g.inboundTCPPolicy(push, proxy)}
 	opts.NoRedirect = noRedirect(proxy)
+	opts.ProtocolDetectionTimeout = push.Mesh.GetProtocolDetectionTimeout()
+	opts.Instances, opts.SelfIP = g.headlessInstances, headlessSelf(proxy, opts.Inbound)
 	opts.Egress = egressListeners(push.SidecarScope(proxy), proxy)
 	canBind := bindChecker(proxy, []int{int(push.Mesh.GetProxyListenPort()), int(push.Mesh.GetProxyInboundListenPort())})
 	opts.CanBind = func(bindToPort bool, bind string, port int, p protocol.Instance) bool {
@@ -205,9 +207,10 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	ps := g.ef.Patches(push, proxy)
 	// outbound listeners depend on the proxy only through the services its
 	// sidecar scope sees, what its tracing tags say, its Telemetry and the
-	// EnvoyFilters that patch them, and where the proxy may bind
+	// EnvoyFilters that patch them, where the proxy may bind, and its
+	// address when it is an endpoint of a headless service
 	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy),
-		name:    tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster + "|" + egressKey(proxy),
+		name:    tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster + "|" + egressKey(proxy) + "|" + opts.SelfIP,
 		patches: ps.Key()}
 	outbound := g.cache.get(push, key, 0, func() xds.Generated {
 		ls := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, listener.BuildOutbound(listenerServices(push.SidecarScope(proxy)), opts))
@@ -308,14 +311,15 @@ func sidecarRouteOptions(push *model.PushContext, proxy *model.Proxy) route.Opti
 	return opts
 }
 
-// routesByPort pairs the HTTP services the proxy sees, per port, with the
-// VirtualService that applies to each.
+// routesByPort pairs the HTTP and sniffed (no declared protocol) services
+// the proxy sees, per port, with the VirtualService that applies to each:
+// Istio routes both through the port's routes.
 func routesByPort(push *model.PushContext, proxy *model.Proxy) map[int][]route.ServiceRoutes {
 	vsByHost := vsByHostFor(push, proxy)
 	byPort := map[int][]route.ServiceRoutes{}
 	for _, svc := range push.ServicesForProxy(proxy) {
 		for _, p := range svc.Ports {
-			if p.Protocol.IsHTTP() {
+			if p.Protocol.IsHTTP() || p.Protocol.IsUnsupported() {
 				byPort[p.Port] = append(byPort[p.Port], route.ServiceRoutes{Service: svc, VirtualService: vsByHost[svc.Hostname]})
 			}
 		}

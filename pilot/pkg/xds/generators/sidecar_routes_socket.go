@@ -60,7 +60,7 @@ func isHTTPProxy(l *model.EgressListener) bool {
 
 // portlessRoutes are the routes of a listener that takes any port (a Unix
 // socket or an HTTP_PROXY port), named name, as Istio builds routes for
-// port 0 (httproute.go BuildSidecarOutboundVirtualHosts): every HTTP port
+// port 0 (httproute.go BuildSidecarOutboundVirtualHosts): every HTTP or sniffed port
 // of every service of the listener gets a virtual host "<host>:<port>"
 // whose domains carry the port too (each name, then the name with
 // ":<port>"), a domain an earlier host took is left out, hosts are sorted
@@ -76,7 +76,7 @@ func portlessRoutes(name string, from *model.EgressListener, vsByHost map[string
 		taken := map[string]bool{}
 		for _, svc := range services {
 			for _, p := range svc.Ports {
-				if !p.Protocol.IsHTTP() {
+				if !p.Protocol.IsHTTP() && !p.Protocol.IsUnsupported() {
 					continue
 				}
 				one := route.BuildRouteConfiguration(p.Port, []route.ServiceRoutes{{Service: svc, VirtualService: vsByHost[svc.Hostname]}}, opts)
@@ -105,7 +105,8 @@ func portlessRoutes(name string, from *model.EgressListener, vsByHost map[string
 
 // sniffedRoutes are the routes of a sniffed service on its own bind
 // ("<host>:<port>"): the virtual host of that service and port alone,
-// without a catch-all (Istio's getVirtualHostsForSniffedServicePort).
+// without a catch-all, matching any domain: the listener already picked
+// the service by its address (Istio's getVirtualHostsForSniffedServicePort).
 func sniffedRoutes(name, host string, port int, from *model.EgressListener, vsByHost map[string]*config.Config, opts route.Options) *routev3.RouteConfiguration {
 	rc := route.BuildRouteConfiguration(port, nil, opts)
 	rc.Name, rc.VirtualHosts = name, nil
@@ -119,7 +120,9 @@ func sniffedRoutes(name, host string, port int, from *model.EgressListener, vsBy
 		for _, p := range svc.Ports {
 			if p.Port == port && (p.Protocol.IsHTTP() || p.Protocol == protocol.Unsupported) {
 				one := route.BuildRouteConfiguration(port, []route.ServiceRoutes{{Service: svc, VirtualService: vsByHost[svc.Hostname]}}, opts)
-				rc.VirtualHosts = one.VirtualHosts[:1]
+				vh := one.VirtualHosts[0]
+				vh.Domains = []string{"*"}
+				rc.VirtualHosts = []*routev3.VirtualHost{vh}
 			}
 		}
 	}
