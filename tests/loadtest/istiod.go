@@ -135,31 +135,47 @@ func (d *daemon) profile(endpoint, path string) error {
 // the text form of /debug/pprof/heap, which both control planes serve on
 // their HTTP port to loopback callers.
 func (d *daemon) liveHeap() (int64, error) {
-	client := &http.Client{Timeout: time.Minute}
-	resp, err := client.Get("http://" + d.http + "/debug/pprof/heap?gc=1&debug=1")
+	m, err := d.memStats()
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s", resp.Status)
+	v, ok := m["HeapAlloc"]
+	if !ok {
+		return 0, fmt.Errorf("no HeapAlloc line in the heap profile")
 	}
-	return parseHeapAlloc(resp.Body)
+	return v, nil
 }
 
-// parseHeapAlloc finds the "# HeapAlloc = N" line of a text heap profile.
-func parseHeapAlloc(r io.Reader) (int64, error) {
+// memStats forces a GC in istiod and reads the runtime.MemStats lines of
+// its text heap profile ("# Name = N").
+func (d *daemon) memStats() (map[string]int64, error) {
+	client := &http.Client{Timeout: time.Minute}
+	resp, err := client.Get("http://" + d.http + "/debug/pprof/heap?gc=1&debug=1")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s", resp.Status)
+	}
+	return parseMemStats(resp.Body)
+}
+
+// parseMemStats reads the "# Name = N" lines of a text heap profile.
+func parseMemStats(r io.Reader) (map[string]int64, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	out := map[string]int64{}
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
-			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		name, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "# "), " = ")
+		if !ok || !strings.HasPrefix(sc.Text(), "# ") {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			out[name] = n
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("no HeapAlloc line in the heap profile")
+	return out, sc.Err()
 }
 
 // waitReady polls /ready; the deadline only guards against a hang.

@@ -344,13 +344,17 @@ func TestMedian(t *testing.T) {
 	}
 }
 
-func TestParseHeapAlloc(t *testing.T) {
-	text := "heap profile: 1: 2 [3: 4] @ heap/1048576\n1: 2 [3: 4] @ 0x1\n\n# runtime.MemStats\n# Alloc = 100\n# TotalAlloc = 900\n# HeapAlloc = 12345\n# HeapInuse = 20000\n"
-	if got, err := parseHeapAlloc(strings.NewReader(text)); err != nil || got != 12345 {
-		t.Errorf("parseHeapAlloc = %d, %v", got, err)
+func TestParseMemStats(t *testing.T) {
+	text := "heap profile: 1: 2 [3: 4] @ heap/1048576\n1: 2 [3: 4] @ 0x1\n\n# runtime.MemStats\n# Alloc = 100\n# TotalAlloc = 900\n# HeapAlloc = 12345\n# HeapInuse = 20000\n# PauseNs = [1 2 3]\n"
+	m, err := parseMemStats(strings.NewReader(text))
+	if err != nil || m["HeapAlloc"] != 12345 || m["HeapInuse"] != 20000 || m["TotalAlloc"] != 900 {
+		t.Errorf("parseMemStats = %v, %v", m, err)
 	}
-	if _, err := parseHeapAlloc(strings.NewReader("# Alloc = 1\n")); err == nil {
-		t.Error("no HeapAlloc line: no error")
+	if _, ok := m["PauseNs"]; ok {
+		t.Error("a list line was read as a number")
+	}
+	if m, _ := parseMemStats(strings.NewReader("1: 2 [3: 4] @ 0x1\n")); len(m) != 0 {
+		t.Errorf("no MemStats lines: %v", m)
 	}
 }
 

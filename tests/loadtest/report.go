@@ -56,6 +56,10 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "istiod memory: no sidecar RSS %s, live heap %s; at end RSS %s (peak %s), live heap %s; per sidecar RSS %s, heap %s\n",
 		mib(r.IstiodBaselineRSS), mib(r.IstiodBaselineHeap), mib(r.IstiodRSS), mib(r.IstiodPeakRSS), mib(r.IstiodHeap),
 		kib(r.perProxy(r.IstiodRSS, r.IstiodBaselineRSS)), kib(r.perProxy(r.IstiodHeap, r.IstiodBaselineHeap)))
+	if m := r.IstiodRuntime; m != nil {
+		fmt.Fprintf(w, "istiod Go runtime at end: Sys %s; heap sys %s, idle %s of which released %s; stacks %s; GC goal %s\n",
+			mib(m["Sys"]), mib(m["HeapSys"]), mib(m["HeapIdle"]), mib(m["HeapReleased"]), mib(m["StackInuse"]), mib(m["NextGC"]))
+	}
 	fmt.Fprintf(w, "load tool: CPU seconds: connect %.2f, change %.2f; RSS at end %s (peak %s)\n",
 		r.ToolConnectCPU, r.ToolChangeCPU, mib(r.ToolRSS), mib(r.ToolPeakRSS))
 	if r.Partial > 0 {

@@ -107,6 +107,9 @@ type Report struct {
 	// /debug/pprof/heap), zero when not available
 	IstiodBaselineRSS, IstiodBaselineHeap int64
 	IstiodRSS, IstiodPeakRSS, IstiodHeap  int64
+	// IstiodRuntime are istiod's runtime.MemStats at the end (after a GC),
+	// by name: where its RSS goes beyond the live heap.
+	IstiodRuntime map[string]int64
 	ToolRSS, ToolPeakRSS                  int64
 	ToolConnectCPU, ToolChangeCPU         float64
 	ReadyAfter                            time.Duration
@@ -334,7 +337,9 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 		r.ChangeBytes += f.count.bytes[i].Load() - r.Bytes[i]
 	}
 	r.IstiodRSS, r.IstiodPeakRSS = procstat.Memory(strconv.Itoa(pid))
-	r.IstiodHeap, _ = d.liveHeap()
+	if ms, err := d.memStats(); err == nil {
+		r.IstiodHeap, r.IstiodRuntime = ms["HeapAlloc"], ms
+	}
 	if heapProfile != "" {
 		if err := d.heapProfile(heapProfile); err != nil {
 			logf("istiod heap profile: %v", err)
