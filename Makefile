@@ -58,6 +58,7 @@ golden:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./pilot/pkg/config/kube/crd
 	$(GO) test -run '^$$' -fuzz FuzzADSRequests -fuzztime $(FUZZTIME) ./pilot/pkg/xds
+	$(GO) test -run '^$$' -fuzz FuzzKubernetesObjects -fuzztime $(FUZZTIME) ./pilot/pkg/config/kube/crdclient
 
 clean:
 	rm -rf $(OUT)
