@@ -17,6 +17,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
+	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
 
@@ -87,6 +88,14 @@ type Options struct {
 	// first address, whose endpoint gets none.
 	Instances func(svc *model.Service, p *model.Port) [][]string
 	SelfIP    string
+
+	// VirtualServices are the mesh VirtualServices the sidecar sees, in
+	// Istio's order, for the listeners built without Egress (with Egress,
+	// each EgressListener carries its own); their tcp routes and the
+	// DestinationRules TCP resolves decide the TCP chains (nil and zero:
+	// each TCP port goes to its own cluster).
+	VirtualServices []*config.Config
+	TCP             TCPRouting
 
 	// dir is the Telemetry of the direction being built
 	dir *Telemetry
@@ -195,11 +204,12 @@ func BuildInbound(o Options) *listenerv3.Listener {
 // instead of services. Sorted by name.
 func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener {
 	o = o.direction(o.TelemetryOut)
+	o = o.withTCPRoutesOnly()
 	var out []*listenerv3.Listener
 	if o.Egress != nil {
 		out = egressOutbound(o)
 	} else {
-		out = classicOutbound(services, o, nil)
+		out = classicOutbound(services, o.VirtualServices, o, nil)
 	}
 	if !o.NoRedirect {
 		out = append(out, virtualOutbound(o))
@@ -217,7 +227,7 @@ func BuildOutbound(services []*model.Service, o Options) []*listenerv3.Listener 
 // Keys in taken ("<bind>|<port>") belong to listeners built before (a
 // Sidecar's egress listeners with a port) and are left alone, as Istio
 // locks them.
-func classicOutbound(services []*model.Service, o Options, taken map[string]bool) []*listenerv3.Listener {
+func classicOutbound(services []*model.Service, vss []*config.Config, o Options, taken map[string]bool) []*listenerv3.Listener {
 	entries := map[string]*egressEntry{}
 	var order []string
 	for k := range taken {
@@ -233,11 +243,11 @@ func classicOutbound(services []*model.Service, o Options, taken map[string]bool
 			}
 			if binds, ok := instanceBinds(svc, p, o); ok {
 				for _, b := range binds {
-					addEgress(entries, &order, EgressListener{Bind: b}, svc, p.Port, p.Protocol)
+					addEgress(entries, &order, EgressListener{Bind: b, VirtualServices: vss}, svc, p, o)
 				}
 				continue
 			}
-			addEgress(entries, &order, EgressListener{}, svc, p.Port, p.Protocol)
+			addEgress(entries, &order, EgressListener{VirtualServices: vss}, svc, p, o)
 		}
 	}
 	out := make([]*listenerv3.Listener, 0, len(order))

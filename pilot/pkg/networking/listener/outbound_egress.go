@@ -8,12 +8,14 @@ import (
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
-	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
+	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
 
@@ -30,8 +32,9 @@ type EgressListener struct {
 	// Port is the listener's port; 0 with HasPort for a Unix socket.
 	Port    int
 	HasPort bool
-	// Protocol is the port's declared protocol.
+	// Protocol is the port's declared protocol, PortName its name.
 	Protocol protocol.Instance
+	PortName string
 	// Bind is the address the Sidecar gives (empty: the services' VIPs or
 	// the wildcard, or Localhost when BindToPort).
 	Bind string
@@ -40,6 +43,9 @@ type EgressListener struct {
 	BindToPort bool
 	// Services are those the listener imports (trimmed to Port).
 	Services []*model.Service
+	// VirtualServices are the mesh VirtualServices the listener imports,
+	// in Istio's order; their tcp routes decide its TCP chains.
+	VirtualServices []*config.Config
 }
 
 // egressChain is one filter chain of an outbound listener being built:
@@ -53,6 +59,16 @@ type egressChain struct {
 	http      bool
 	rds       string
 	cluster   string
+	// weighted are the clusters of a tcp route with several destinations
+	// (then cluster is empty and statPrefix names the VirtualService)
+	weighted []*tcpproxy.TcpProxy_WeightedCluster_ClusterWeight
+	// statPrefix is the TCP proxy's stat prefix ("": the cluster's name)
+	statPrefix string
+	// hashSourceIP: the DestinationRule hashes connections by source IP
+	hashSourceIP bool
+	// config is the path of the VirtualService the chain comes from,
+	// recorded in its metadata ("": none)
+	config string
 }
 
 func (c *egressChain) matchAll() bool {
@@ -100,6 +116,7 @@ func egressOutbound(o Options) []*listenerv3.Listener {
 	entries := map[string]*egressEntry{}
 	var order []string
 	var classic []*model.Service
+	var classicVS []*config.Config
 	classicUsed := false
 	for _, e := range o.Egress {
 		if e.HasPort {
@@ -107,7 +124,7 @@ func egressOutbound(o Options) []*listenerv3.Listener {
 				continue
 			}
 			for _, svc := range e.Services {
-				addEgress(entries, &order, e, svc, e.Port, e.Protocol)
+				addEgress(entries, &order, e, svc, &model.Port{Name: e.PortName, Port: e.Port, Protocol: e.Protocol}, o)
 			}
 			continue
 		}
@@ -118,12 +135,13 @@ func egressOutbound(o Options) []*listenerv3.Listener {
 			// redirected traffic to the services' own addresses: the
 			// listeners every sidecar gets, minus those taken above
 			classic, classicUsed = append(classic, e.Services...), true
+			classicVS = append(classicVS, e.VirtualServices...)
 			continue
 		}
 		for _, svc := range e.Services {
 			for _, p := range svc.Ports {
 				if o.canBind(e.BindToPort, e.bindOrDefault(), p.Port, p.Protocol) {
-					addEgress(entries, &order, e, svc, p.Port, p.Protocol)
+					addEgress(entries, &order, e, svc, p, o)
 				}
 			}
 		}
@@ -135,7 +153,7 @@ func egressOutbound(o Options) []*listenerv3.Listener {
 		out = append(out, entries[k].build(o))
 	}
 	if classicUsed {
-		out = append(out, classicOutbound(classic, o, taken)...)
+		out = append(out, classicOutbound(classic, classicVS, o, taken)...)
 	}
 	return out
 }
@@ -154,11 +172,13 @@ func (o Options) canBind(bindToPort bool, bind string, port int, p protocol.Inst
 }
 
 // addEgress adds one service port to the listener of its bind and port.
-func addEgress(entries map[string]*egressEntry, order *[]string, e EgressListener, svc *model.Service, port int, proto protocol.Instance) {
+func addEgress(entries map[string]*egressEntry, order *[]string, e EgressListener, svc *model.Service, lp *model.Port, o Options) {
+	port, proto := lp.Port, lp.Protocol
 	if svc.Resolution == model.Alias || proto == protocol.UDP {
 		return // another name for a service that has its own listeners; UDP has none
 	}
-	a := egressAdd{svc: svc, port: port, proto: proto, lp: authn.ListenerProtocolOf(proto), bind: e.bindOrDefault(), bindToPort: e.BindToPort}
+	a := egressAdd{svc: svc, port: port, proto: proto, lp: authn.ListenerProtocolOf(proto), bind: e.bindOrDefault(), bindToPort: e.BindToPort,
+		vss: e.VirtualServices, portName: lp.Name}
 	if a.bind == "" {
 		// redirected: HTTP shares the wildcard, TCP and sniffed ports take
 		// the VIP; a CIDR address shares the wildcard and its TCP chains
@@ -180,7 +200,7 @@ func addEgress(entries map[string]*egressEntry, order *[]string, e EgressListene
 	if cur != nil && a.wellKnownClash(cur) {
 		return
 	}
-	next := a.apply(cur)
+	next := a.apply(cur, o)
 	if next != nil && next != cur {
 		if cur == nil {
 			*order = append(*order, key)
@@ -199,12 +219,17 @@ type egressAdd struct {
 	bindToPort bool
 	// cidr is the service's address when it is a CIDR (on the wildcard)
 	cidr []string
+	// vss are the VirtualServices of the egress listener
+	vss []*config.Config
+	// portName is the listener port's name (the service's, or the
+	// Sidecar's for its own port), for outboundClusterStatName
+	portName string
 }
 
 // apply merges the service port into cur (nil: none yet) as Istio's
 // conflict types do, and returns the entry to keep: cur, merged in place,
 // or a new one.
-func (a egressAdd) apply(cur *egressEntry) *egressEntry {
+func (a egressAdd) apply(cur *egressEntry, o Options) *egressEntry {
 	switch {
 	case a.proto == protocol.HTTPProxy:
 		if cur == nil {
@@ -224,18 +249,18 @@ func (a egressAdd) apply(cur *egressEntry) *egressEntry {
 		}
 	case a.lp == authn.ListenerTCP:
 		if cur == nil {
-			return a.entry(a.proto, a.tcpChain())
+			return a.entry(a.proto, a.tcpChain(o)...)
 		}
-		cur.merge(a.tcpChain())
+		cur.merge(a.tcpChain(o)...)
 		if cur.proto.IsHTTP() {
 			cur.proto = protocol.Unsupported
 		}
 	default: // sniffed
 		switch {
 		case cur == nil, cur.proto.IsHTTP():
-			return a.entry(a.proto, a.tcpChain(), a.httpChain())
+			return a.entry(a.proto, append(a.tcpChain(o), a.httpChain())...)
 		case cur.proto.IsTCP():
-			cur.merge(a.tcpChain(), a.httpChain())
+			cur.merge(append(a.tcpChain(o), a.httpChain())...)
 			cur.proto = protocol.Unsupported
 		}
 	}
@@ -271,20 +296,14 @@ func (a egressAdd) httpChain() *egressChain {
 	return hc
 }
 
-// tcpChain goes to the service's only port when it has one (a Sidecar
-// port that is not the service's, a socket), else to the listener's port,
-// as Istio picks the cluster; TLS without a VIP on the wildcard matches by
-// SNI.
-func (a egressAdd) tcpChain() *egressChain {
-	cp := a.port
-	if len(a.svc.Ports) == 1 {
-		cp = a.svc.Ports[0].Port
+// tcpChain are the TCP chains of the service port: TLS ports (routed by
+// SNI, not by tcp routes) get their own cluster, the others those of the
+// VirtualServices' tcp routes (outbound_tcp_routes.go).
+func (a egressAdd) tcpChain(o Options) []*egressChain {
+	if a.proto.IsTLS() {
+		return []*egressChain{a.defaultTCPChain(o)}
 	}
-	tc := &egressChain{cluster: cluster.SubsetKey(cluster.Outbound, "", a.svc.Hostname, cp), cidr: a.cidr}
-	if a.proto.IsTLS() && a.bind == wildcard && (!hasVIP(a.svc) || len(a.cidr) > 0) {
-		tc.sni = []string{a.svc.Hostname}
-	}
-	return tc
+	return a.tcpChains(o)
 }
 
 // merge adds the chains that match connections no chain of the entry
@@ -341,7 +360,11 @@ func (en *egressEntry) build(o Options) *listenerv3.Listener {
 		if c.http {
 			fc.Filters = []*listenerv3.Filter{outboundHTTP("outbound_"+name+";", c.rds, o)}
 		} else {
-			fc.Filters = []*listenerv3.Filter{tcpProxy(c.cluster, o, true)}
+			fc.Filters = []*listenerv3.Filter{{Name: "envoy.filters.network.tcp_proxy",
+				ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(tcpChainProxy(c, o))}}}
+		}
+		if c.config != "" {
+			fc.Metadata = configMetadata(c.config)
 		}
 		if c.matchAll() {
 			l.DefaultFilterChain = fc

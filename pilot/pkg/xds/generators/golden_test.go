@@ -75,6 +75,9 @@ var goldenCases = []goldenCase{
 		sidecarIngressTLS: true},
 	// The same Sidecar with the flag off (Istio's default): tls is ignored.
 	{name: "sidecar-ingress-tls-off", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"}},
+	// VirtualService tcp routes and source-IP hashing on outbound TCP
+	// chains: see the case file.
+	{name: "sidecar-tcp-routes", nodeID: "sidecar~10.1.0.20~client-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "client"}},
 }
 
 // envFromFile loads a case into a store, runs the ServiceEntry registry on it

@@ -193,6 +193,7 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	opts.ProtocolDetectionTimeout = push.Mesh.GetProtocolDetectionTimeout()
 	opts.Instances, opts.SelfIP = g.headlessInstances, headlessSelf(proxy, opts.Inbound)
 	opts.Egress = egressListeners(push.SidecarScope(proxy), proxy)
+	opts.VirtualServices, opts.TCP = push.SidecarScope(proxy).VirtualServices(), tcpRouting(push, proxy)
 	canBind := bindChecker(proxy, []int{int(push.Mesh.GetProxyListenPort()), int(push.Mesh.GetProxyInboundListenPort())})
 	opts.CanBind = func(bindToPort bool, bind string, port int, p protocol.Instance) bool {
 		if canBind(bindToPort, bind, port, p) {
@@ -208,8 +209,14 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	// outbound listeners depend on the proxy only through the services its
 	// sidecar scope sees, what its tracing tags say, its Telemetry and the
 	// EnvoyFilters that patch them, where the proxy may bind, and its
-	// address when it is an endpoint of a headless service
-	key := cacheKey{typeURL: xds.ListenerType, namespace: scopeID(push, proxy),
+	// address when it is an endpoint of a headless service. Their TCP
+	// chains also follow the VirtualServices and DestinationRules the
+	// scope imports: the cache lives for one snapshot, so within it the
+	// scope fixes which objects those are and what they say; what is left
+	// of the proxy is its namespace (sourceNamespace) and the labels tcp
+	// sourceLabels and DestinationRule workload selectors pick, which is
+	// exactly what routeScope adds to the scope.
+	key := cacheKey{typeURL: xds.ListenerType, namespace: g.routeScope(push, proxy),
 		name:    tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster + "|" + egressKey(proxy) + "|" + opts.SelfIP,
 		patches: ps.Key()}
 	outbound := g.cache.get(push, key, 0, func() xds.Generated {
@@ -225,6 +232,17 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 }
 
 func listenerName(l *listenerCfg) string { return l.Name }
+
+// tcpRouting is what the proxy's outbound TCP chains need to apply tcp
+// routes, source-IP hashing and the mesh's outboundClusterStatName: its
+// labels and namespace, and the services and DestinationRules its scope
+// resolves hosts to.
+func tcpRouting(push *model.PushContext, proxy *model.Proxy) listener.TCPRouting {
+	sc := push.SidecarScope(proxy)
+	return listener.TCPRouting{Labels: proxy.Labels, Namespace: proxy.ConfigNamespace, StatName: push.Mesh.GetOutboundClusterStatName(),
+		LookupService:   func(h string) *model.Service { return push.ServiceForHostname(proxy, h) },
+		DestinationRule: func(h string) *networking.DestinationRule { return sc.DestinationRule(proxy, h).Spec() }}
+}
 
 // listenerServices are the services that get outbound listeners: those
 // the scope's egress listeners import, not the destinations only its

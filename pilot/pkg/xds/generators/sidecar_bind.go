@@ -138,8 +138,9 @@ func egressListeners(sc *model.SidecarScope, proxy *model.Proxy) []listener.Egre
 	out := make([]listener.EgressListener, 0, len(sc.EgressListeners))
 	for _, e := range sc.EgressListeners {
 		l := e.Listener
-		el := listener.EgressListener{Bind: l.GetBind(), Services: oldestFirst(e.Services()),
-			Port: int(l.GetPort().GetNumber()), HasPort: l.GetPort() != nil, Protocol: protocol.Parse(l.GetPort().GetProtocol())}
+		el := listener.EgressListener{Bind: l.GetBind(), Services: oldestFirst(e.Services()), VirtualServices: e.VirtualServices(),
+			Port: int(l.GetPort().GetNumber()), HasPort: l.GetPort() != nil, Protocol: protocol.Parse(l.GetPort().GetProtocol()),
+			PortName: l.GetPort().GetName()}
 		switch {
 		case noRedirect(proxy):
 			el.BindToPort = true
