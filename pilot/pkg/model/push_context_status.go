@@ -41,6 +41,10 @@ const (
 	// that cannot be served). Istio only counts these, in
 	// pilot_total_rejected_configs, and logs them at debug level.
 	MetricGatewayServerRejected = "istiod_gateway_server_rejected"
+	// MetricSidecarPortSkipped: a Sidecar egress or service port the
+	// proxy cannot listen on (privileged for an unprivileged pod, or held
+	// by a static or capture listener). Istio only logs it.
+	MetricSidecarPortSkipped = "istiod_sidecar_port_skipped"
 	// Metrics generators report while building listeners, clusters and
 	// endpoints, with Istio's names.
 	MetricNoService                   = "pilot_no_ip"
@@ -60,6 +64,7 @@ var problemGauges = func() map[string]prometheus.Gauge {
 		MetricClusterNoInstances:          "Clusters without instances.",
 		MetricMissingRouteHost:            "VirtualService routes to hosts that no registry knows.",
 		MetricGatewayServerRejected:       "Gateway servers left out of a gateway proxy's listeners.",
+		MetricSidecarPortSkipped:          "Outbound ports a sidecar cannot listen on.",
 		MetricNoService:                   "Pods not found in the endpoint table, possibly invalid.",
 		MetricEndpointNotReady:            "Endpoint found in unready state.",
 		MetricConflictInboundListener:     "Number of conflicting inbound listeners.",

@@ -3,6 +3,7 @@ package generators
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -199,7 +200,9 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		if canBind(bindToPort, bind, port, p) {
 			return true
 		}
-		genLog.Warnf("%s: no outbound listener on port %d: it is privileged or a static or capture listener's", proxy.ID, port)
+		msg := fmt.Sprintf("no outbound listener on port %d: it is privileged or a static or capture listener's", port)
+		genLog.Warnf("%s: %s", proxy.ID, msg)
+		push.AddMetric(model.MetricSidecarPortSkipped, proxy.ID+"|"+strconv.Itoa(port), proxy.ID, msg)
 		return false
 	}
 	tel := telemetry.Compute(push.Telemetry(proxy), push.Mesh)
@@ -223,7 +226,7 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		ls := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, listener.BuildOutbound(listenerServices(push.SidecarScope(proxy)), opts))
 		return toResources(xds.ListenerType, ls, listenerName)
 	})
-	inbound := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, withoutNames(proxy, listener.BuildInboundListeners(opts), outbound))
+	inbound := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, withoutNames(push, proxy, listener.BuildInboundListeners(opts), outbound))
 	out := toResources(xds.ListenerType, inbound, listenerName)
 	out.Append(outbound)
 	out.Append(g.addedListeners(push, proxy, ps, out))
@@ -263,7 +266,7 @@ func listenerServices(sc *model.SidecarScope) []*model.Service {
 // port). Istio sends both and Envoy rejects the whole update, keeping
 // every listener stale; the outbound one, first in Istio's order, is kept
 // here so the rest of the update goes through.
-func withoutNames(proxy *model.Proxy, ls []*listenerCfg, taken xds.Generated) []*listenerCfg {
+func withoutNames(push *model.PushContext, proxy *model.Proxy, ls []*listenerCfg, taken xds.Generated) []*listenerCfg {
 	names := make(map[string]bool, len(taken.Resources))
 	for _, r := range taken.Resources {
 		names[r.Name] = true
@@ -271,7 +274,9 @@ func withoutNames(proxy *model.Proxy, ls []*listenerCfg, taken xds.Generated) []
 	out := ls[:0]
 	for _, l := range ls {
 		if names[l.Name] {
-			genLog.Warnf("%s: inbound listener %s left out: an outbound listener has the same address and port", proxy.ID, l.Name)
+			msg := "inbound listener " + l.Name + " left out: an outbound listener has the same address and port"
+			genLog.Warnf("%s: %s", proxy.ID, msg)
+			push.AddMetric(model.MetricConflictInboundListener, proxy.ID+"|"+l.Name, proxy.ID, msg)
 			continue
 		}
 		out = append(out, l)

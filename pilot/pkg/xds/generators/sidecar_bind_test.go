@@ -10,6 +10,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
@@ -19,6 +20,13 @@ import (
 // connectCase serves a golden case and returns a client holding every
 // cluster, listener and the case's routes.
 func connectCase(t *testing.T, name string) *adsc.Client {
+	t.Helper()
+	c, _ := connectCaseServer(t, name)
+	return c
+}
+
+// connectCaseServer is connectCase, also returning the server.
+func connectCaseServer(t *testing.T, name string) (*adsc.Client, *xdstest.Server) {
 	t.Helper()
 	var gc *goldenCase
 	for i := range goldenCases {
@@ -50,7 +58,7 @@ func connectCase(t *testing.T, name string) *adsc.Client {
 		}
 		xdstest.Next(t, c)
 	}
-	return c
+	return c, s
 }
 
 func lds(t *testing.T, c *adsc.Client, name string) *listenerv3.Listener {
@@ -145,7 +153,7 @@ func TestSidecarNoneMode(t *testing.T) {
 }
 
 func TestSidecarListenerClashKeepsTheRest(t *testing.T) {
-	c := connectCase(t, "sidecar-conflicts")
+	c, s := connectCaseServer(t, "sidecar-conflicts")
 	l := lds(t, c, "127.0.0.1_9080")
 	if l == nil || l.TrafficDirection != core.TrafficDirection_OUTBOUND {
 		t.Fatalf("127.0.0.1_9080: want the outbound listener, got %v", l)
@@ -165,6 +173,21 @@ func TestSidecarListenerClashKeepsTheRest(t *testing.T) {
 		if strings.HasSuffix(fc.Name, "_15090") {
 			t.Error("a chain on the Prometheus port")
 		}
+	}
+	// what was left out is on /debug/push_status, not only in the log
+	status := s.DS.PushContext().ProxyStatus()
+	var clash, skipped []string
+	for _, st := range status[model.MetricConflictInboundListener] {
+		clash = append(clash, st.Message)
+	}
+	for _, st := range status[model.MetricSidecarPortSkipped] {
+		skipped = append(skipped, st.Message)
+	}
+	if len(clash) != 1 || !strings.Contains(clash[0], "inbound listener 127.0.0.1_9080 left out") {
+		t.Errorf("push status inbound conflicts %v", clash)
+	}
+	if !strings.Contains(strings.Join(skipped, "\n"), "no outbound listener on port 15001") {
+		t.Errorf("push status skipped ports %v", skipped)
 	}
 }
 
