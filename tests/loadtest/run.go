@@ -109,10 +109,10 @@ type Report struct {
 	IstiodRSS, IstiodPeakRSS, IstiodHeap  int64
 	// IstiodRuntime are istiod's runtime.MemStats at the end (after a GC),
 	// by name: where its RSS goes beyond the live heap.
-	IstiodRuntime map[string]int64
-	ToolRSS, ToolPeakRSS                  int64
-	ToolConnectCPU, ToolChangeCPU         float64
-	ReadyAfter                            time.Duration
+	IstiodRuntime                 map[string]int64
+	ToolRSS, ToolPeakRSS          int64
+	ToolConnectCPU, ToolChangeCPU float64
+	ReadyAfter                    time.Duration
 }
 
 // OK reports a run in which every sidecar got full config and the change,
