@@ -45,6 +45,10 @@ type Options struct {
 	// PeerAuthentication is DISABLE, so auto mTLS sends plain text (a
 	// workload-level DISABLE is not inferred, as in Istio).
 	PeerDisabled bool
+	// Router: the clusters are a gateway's, which do not follow the
+	// downstream's HTTP version on ports without a declared protocol (a
+	// sidecar's do, as in Istio).
+	Router bool
 }
 
 // BuildOutbound builds the clusters of a service: one per port, plus one per
@@ -101,7 +105,7 @@ func buildOne(svc *model.Service, port *model.Port, subset string, pol *networki
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
 		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{ServiceName: name, EdsConfig: adsConfigSource()}
 	}
-	applyConnectionPool(c, pol.GetConnectionPool(), port.Protocol, meshConnectTimeout(opts.Mesh))
+	applyTrafficProtocol(c, pol, port.Protocol, opts.Mesh, true, !opts.Router)
 	if svc.Resolution == model.Passthrough {
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 	} else {
@@ -247,7 +251,9 @@ func BuildInbound(port int, proto protocol.Instance, services []*model.Service, 
 			"services": structpb.NewListValue(&structpb.ListValue{Values: entries})}}}}
 	}
 	if proto.IsHTTP2() {
-		setHTTPProtocolOptions(c, nil, true)
+		var h httpOptions
+		h.setH2()
+		h.finish(c)
 	}
 	return c
 }
@@ -330,7 +336,7 @@ func ApplyInboundPolicy(c *clusterv3.Cluster, dr *config.Config, servicePort int
 		return
 	}
 	pol := MergeTrafficPolicy(spec.GetTrafficPolicy(), nil, servicePort)
-	applyConnectionPool(c, pol.GetConnectionPool(), proto, meshConnectTimeout(m))
+	applyTrafficProtocol(c, pol, proto, m, false, true)
 	if c.Metadata == nil {
 		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{}}
 	}
@@ -372,5 +378,5 @@ func ApplyInboundConnectionPool(c *clusterv3.Cluster, cp *networking.ConnectionP
 	if cp == nil {
 		return
 	}
-	applyConnectionPool(c, cp, proto, meshConnectTimeout(m))
+	applyTrafficProtocol(c, &networking.TrafficPolicy{ConnectionPool: cp}, proto, m, false, true)
 }

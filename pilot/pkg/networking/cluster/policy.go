@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
@@ -141,72 +142,190 @@ func applyLoadBalancer(c *clusterv3.Cluster, lb *networking.LoadBalancerSettings
 
 func u32(v uint32) *wrapperspb.UInt32Value { return wrapperspb.UInt32(v) }
 
-// applyConnectionPool sets circuit breakers, timeouts and HTTP protocol
-// options; unset limits are unlimited, as in Istio.
-func applyConnectionPool(c *clusterv3.Cluster, cp *networking.ConnectionPoolSettings, proto protocol.Instance, defaultTimeout *durationpb.Duration) {
+// httpOptions are a cluster's upstream HTTP protocol options as Istio
+// assembles them over several steps: absent until a step sets something,
+// then emitted by finish.
+type httpOptions struct{ o *httpv3.HttpProtocolOptions }
+
+func (h *httpOptions) get() *httpv3.HttpProtocolOptions {
+	if h.o == nil {
+		h.o = &httpv3.HttpProtocolOptions{}
+	}
+	return h.o
+}
+
+// setH2 makes the cluster speak HTTP/2, unless a protocol is already chosen.
+func (h *httpOptions) setH2() {
+	if o := h.get(); o.UpstreamProtocolOptions == nil {
+		o.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &core.Http2ProtocolOptions{}}}}
+	}
+}
+
+// useDownstream makes the cluster speak the downstream's HTTP version,
+// keeping explicit HTTP/1 options.
+func (h *httpOptions) useDownstream() {
+	o := h.get()
+	h1 := &core.Http1ProtocolOptions{}
+	if e := o.GetExplicitHttpConfig().GetHttpProtocolOptions(); e != nil {
+		h1 = e
+	}
+	o.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_UseDownstreamProtocolConfig{UseDownstreamProtocolConfig: &httpv3.HttpProtocolOptions_UseDownstreamHttpConfig{
+		HttpProtocolOptions: h1, Http2ProtocolOptions: &core.Http2ProtocolOptions{}}}
+}
+
+// finish puts the options on the cluster (HTTP/1 when no step chose a
+// protocol, which Envoy requires).
+func (h *httpOptions) finish(c *clusterv3.Cluster) {
+	if h.o == nil {
+		return
+	}
+	if h.o.UpstreamProtocolOptions == nil {
+		h.o.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &core.Http1ProtocolOptions{}}}}
+	}
+	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": protoconv.MessageToAny(h.o)}
+}
+
+// shouldH2Upgrade tells whether an outbound cluster is upgraded to HTTP/2:
+// the connection pool's h2UpgradePolicy (never with useClientProtocol),
+// else the mesh's, for HTTP ports only, as Istio decides.
+func shouldH2Upgrade(p protocol.Instance, m *meshconfig.MeshConfig, cp *networking.ConnectionPoolSettings) bool {
+	if h := cp.GetHttp(); h != nil {
+		if h.UseClientProtocol {
+			return false
+		}
+		switch h.H2UpgradePolicy {
+		case networking.ConnectionPoolSettings_HTTPSettings_UPGRADE:
+			return true
+		case networking.ConnectionPoolSettings_HTTPSettings_DO_NOT_UPGRADE:
+			return false
+		}
+	}
+	return p.IsHTTP() && m.GetH2UpgradePolicy() == meshconfig.MeshConfig_UPGRADE
+}
+
+// applyConnectionPool sets circuit breakers (with the retry budget),
+// timeouts, TCP keepalive (the mesh's, then the rule's) and the HTTP
+// options the pool implies; unset limits are unlimited, as in Istio. HTTP/2
+// settings apply only when h already speaks HTTP/2 (Istio's order: the
+// upgrade comes before, the port's own HTTP/2 after).
+func applyConnectionPool(c *clusterv3.Cluster, cp *networking.ConnectionPoolSettings, budget *networking.TrafficPolicy_RetryBudget, m *meshconfig.MeshConfig, h *httpOptions) {
 	th := &clusterv3.CircuitBreakers_Thresholds{
 		MaxConnections:     u32(math.MaxUint32),
 		MaxPendingRequests: u32(math.MaxUint32),
 		MaxRequests:        u32(math.MaxUint32),
 		MaxRetries:         u32(math.MaxUint32),
 	}
-	c.ConnectTimeout = defaultTimeout
-	var httpOpts *core.HttpProtocolOptions
-	if tcp := cp.GetTcp(); tcp != nil {
-		if tcp.MaxConnections > 0 {
-			th.MaxConnections = u32(uint32(tcp.MaxConnections))
+	if budget != nil {
+		// budgetInterval is not rendered: go-control-plane v1.36 has no
+		// field for it (Istio's newer Envoy API has)
+		rb := &clusterv3.CircuitBreakers_Thresholds_RetryBudget{BudgetPercent: &typev3.Percent{Value: 20}, MinRetryConcurrency: u32(3)}
+		if budget.Percent != nil {
+			rb.BudgetPercent = &typev3.Percent{Value: budget.Percent.Value}
 		}
+		if budget.MinRetryConcurrency > 0 {
+			rb.MinRetryConcurrency = u32(budget.MinRetryConcurrency)
+		}
+		th.RetryBudget = rb
+	}
+	c.ConnectTimeout = meshConnectTimeout(m)
+	var idle, maxDuration *durationpb.Duration
+	var perConn, streams uint32
+	var h2ka *networking.ConnectionPoolSettings_HTTPSettings_ConnectionKeepalive
+	if hs := cp.GetHttp(); hs != nil {
+		if hs.Http2MaxRequests > 0 {
+			th.MaxRequests = u32(uint32(hs.Http2MaxRequests))
+		}
+		if hs.Http1MaxPendingRequests > 0 {
+			th.MaxPendingRequests = u32(uint32(hs.Http1MaxPendingRequests))
+		}
+		if hs.MaxRetries > 0 {
+			th.MaxRetries = u32(uint32(hs.MaxRetries))
+		}
+		idle, perConn, streams, h2ka = hs.IdleTimeout, uint32(hs.MaxRequestsPerConnection), uint32(hs.MaxConcurrentStreams), hs.GetHttp2KeepAlive()
+	}
+	if tcp := cp.GetTcp(); tcp != nil {
 		if tcp.ConnectTimeout != nil {
 			c.ConnectTimeout = tcp.ConnectTimeout
 		}
-		if ka := tcp.TcpKeepalive; ka != nil {
-			k := &core.TcpKeepalive{}
-			if ka.Probes > 0 {
-				k.KeepaliveProbes = u32(ka.Probes)
-			}
-			if ka.Time != nil {
-				k.KeepaliveTime = u32(uint32(ka.Time.AsDuration().Seconds()))
-			}
-			if ka.Interval != nil {
-				k.KeepaliveInterval = u32(uint32(ka.Interval.AsDuration().Seconds()))
-			}
-			c.UpstreamConnectionOptions = &clusterv3.UpstreamConnectionOptions{TcpKeepalive: k}
+		if tcp.MaxConnections > 0 {
+			th.MaxConnections = u32(uint32(tcp.MaxConnections))
+		}
+		maxDuration = tcp.MaxConnectionDuration
+		if idle == nil {
+			idle = tcp.IdleTimeout
 		}
 	}
-	if h := cp.GetHttp(); h != nil {
-		if h.Http1MaxPendingRequests > 0 {
-			th.MaxPendingRequests = u32(uint32(h.Http1MaxPendingRequests))
-		}
-		if h.Http2MaxRequests > 0 {
-			th.MaxRequests = u32(uint32(h.Http2MaxRequests))
-		}
-		if h.MaxRetries > 0 {
-			th.MaxRetries = u32(uint32(h.MaxRetries))
-		}
-		if h.MaxRequestsPerConnection > 0 || h.IdleTimeout != nil {
-			httpOpts = &core.HttpProtocolOptions{IdleTimeout: h.IdleTimeout}
-			if h.MaxRequestsPerConnection > 0 {
-				httpOpts.MaxRequestsPerConnection = u32(uint32(h.MaxRequestsPerConnection))
-			}
-		}
-	}
+	setKeepalive(c, m.GetTcpKeepalive())
+	setKeepalive(c, cp.GetTcp().GetTcpKeepalive())
 	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th}}
-	if httpOpts != nil || proto.IsHTTP2() {
-		setHTTPProtocolOptions(c, httpOpts, proto.IsHTTP2())
+	if maxDuration != nil || idle != nil || perConn > 0 || streams > 0 || h2ka != nil {
+		o := h.get()
+		if o.CommonHttpProtocolOptions == nil {
+			o.CommonHttpProtocolOptions = &core.HttpProtocolOptions{}
+		}
+		if idle != nil {
+			o.CommonHttpProtocolOptions.IdleTimeout = idle
+		}
+		if perConn > 0 {
+			o.CommonHttpProtocolOptions.MaxRequestsPerConnection = u32(perConn)
+		}
+		if maxDuration != nil {
+			o.CommonHttpProtocolOptions.MaxConnectionDuration = maxDuration
+		}
+		if h2 := o.GetExplicitHttpConfig().GetHttp2ProtocolOptions(); h2 != nil {
+			if streams > 0 {
+				h2.MaxConcurrentStreams = u32(streams)
+			}
+			if h2ka != nil {
+				h2.ConnectionKeepalive = &core.KeepaliveSettings{Interval: h2ka.Interval, Timeout: h2ka.Timeout}
+			}
+		}
+	}
+	if cp.GetHttp().GetUseClientProtocol() {
+		h.useDownstream()
 	}
 }
 
-func setHTTPProtocolOptions(c *clusterv3.Cluster, common *core.HttpProtocolOptions, http2 bool) {
-	opts := &httpv3.HttpProtocolOptions{CommonHttpProtocolOptions: common}
-	if http2 {
-		opts.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
-			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &core.Http2ProtocolOptions{}}}}
-	} else {
-		opts.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
-			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &core.Http1ProtocolOptions{}}}}
+// setKeepalive sets (or overrides field by field) the upstream TCP
+// keepalive; an empty setting turns SO_KEEPALIVE on with the OS defaults.
+func setKeepalive(c *clusterv3.Cluster, ka *networking.ConnectionPoolSettings_TCPSettings_TcpKeepalive) {
+	if ka == nil {
+		return
 	}
-	a := protoconv.MessageToAny(opts)
-	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": a}
+	if c.UpstreamConnectionOptions == nil {
+		c.UpstreamConnectionOptions = &clusterv3.UpstreamConnectionOptions{TcpKeepalive: &core.TcpKeepalive{}}
+	}
+	k := c.UpstreamConnectionOptions.TcpKeepalive
+	if ka.Probes > 0 {
+		k.KeepaliveProbes = u32(ka.Probes)
+	}
+	if ka.Time != nil {
+		k.KeepaliveTime = u32(uint32(ka.Time.AsDuration().Seconds()))
+	}
+	if ka.Interval != nil {
+		k.KeepaliveInterval = u32(uint32(ka.Interval.AsDuration().Seconds()))
+	}
+}
+
+// applyTrafficProtocol runs Istio's sequence for a cluster of a port:
+// the HTTP/2 upgrade (outbound only), the connection pool, then the port's
+// own protocol (HTTP/2 ports speak HTTP/2; a sidecar's clusters of ports
+// without a declared protocol speak the downstream's), and sets the result.
+func applyTrafficProtocol(c *clusterv3.Cluster, pol *networking.TrafficPolicy, p protocol.Instance, m *meshconfig.MeshConfig, outbound, sidecar bool) {
+	var h httpOptions
+	cp := pol.GetConnectionPool()
+	if outbound && shouldH2Upgrade(p, m, cp) {
+		h.setH2()
+	}
+	applyConnectionPool(c, cp, pol.GetRetryBudget(), m, &h)
+	if p.IsHTTP2() {
+		h.setH2()
+	} else if sidecar && p == protocol.Unsupported {
+		h.useDownstream()
+	}
+	h.finish(c)
 }
 
 // applyOutlierDetection translates outlier detection; an error count that is

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
 	"github.com/meshplane/istiod/pilot/pkg/config/memory"
@@ -78,6 +80,14 @@ var goldenCases = []goldenCase{
 	// VirtualService tcp routes and source-IP hashing on outbound TCP
 	// chains: see the case file.
 	{name: "sidecar-tcp-routes", nodeID: "sidecar~10.1.0.20~client-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "client"}},
+	// Connection pools and the upstream HTTP protocol of outbound
+	// clusters under the mesh's h2UpgradePolicy and tcpKeepalive: see the
+	// case file.
+	{name: "sidecar-pool-protocol", nodeID: "sidecar~10.1.0.21~client-abc.app~app.svc.cluster.local", ns: "app",
+		mesh: func(m *meshconfig.MeshConfig) {
+			m.H2UpgradePolicy = meshconfig.MeshConfig_UPGRADE
+			m.TcpKeepalive = &networking.ConnectionPoolSettings_TCPSettings_TcpKeepalive{Time: durationpb.New(600 * time.Second)}
+		}},
 }
 
 // envFromFile loads a case into a store, runs the ServiceEntry registry on it

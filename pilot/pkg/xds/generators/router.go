@@ -49,7 +49,9 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 	for _, svc := range services {
 		svc := svc
 		dr := destinationRule(push, proxy, svc)
-		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key(), patches: ps.Key()}
+		// not shared with sidecars: a router's clusters of ports without a
+		// declared protocol do not follow the downstream's HTTP version
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: "router|" + svc.Key(), patches: ps.Key()}
 		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
 		if coveredBy(svc.Hostname, auto) {
 			key.name = "sni-dnat|" + svc.Key()

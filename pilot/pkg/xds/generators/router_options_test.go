@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
@@ -176,4 +179,55 @@ func rejectedConfigs(t *testing.T, gw string) float64 {
 		}
 	}
 	return 0
+}
+
+// A port without a declared protocol: a sidecar's cluster follows the
+// downstream's HTTP version, a gateway's does not (Istio's
+// setUpstreamProtocol), though both proxies read one snapshot's cache.
+func TestSniffedPortClustersDifferForRouters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mesh.yaml")
+	if err := os.WriteFile(path, []byte(optionsMesh+`---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: raw, namespace: shop}
+spec:
+  hosts: [raw.shop.svc.cluster.local]
+  ports: [{number: 7070, name: raw}]
+  resolution: STATIC
+  endpoints: [{address: 10.244.1.12}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, idx, disc := envFromFile(t, path, nil)
+	gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc}
+	s := xdstest.NewServer(t)
+	gens.Register(s.DS)
+	s.DS.InitPushContext(env)
+	const name = "outbound|7070||raw.shop.svc.cluster.local"
+	downstream := func(node string, md map[string]any) bool {
+		c := xdstest.Dial(t, s, adsc.Config{NodeID: node, Metadata: md})
+		if err := c.Watch(xds.ClusterType); err != nil {
+			t.Fatal(err)
+		}
+		xdstest.Next(t, c)
+		cl, _ := c.Resource(xds.ClusterType, name).(*clusterv3.Cluster)
+		if cl == nil {
+			t.Fatalf("%s: no %s", node, name)
+		}
+		a := cl.GetTypedExtensionProtocolOptions()["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+		if a == nil {
+			return false
+		}
+		var o httpv3.HttpProtocolOptions
+		if err := a.UnmarshalTo(&o); err != nil {
+			t.Fatal(err)
+		}
+		return o.GetUseDownstreamProtocolConfig() != nil
+	}
+	if !downstream("sidecar~10.244.3.1~app-abc.shop~shop.svc.cluster.local", map[string]any{"NAMESPACE": "shop"}) {
+		t.Error("the sidecar's cluster does not use the downstream's protocol")
+	}
+	if downstream("router~10.244.9.1~gw-abc.shop~shop.svc.cluster.local", map[string]any{"NAMESPACE": "shop", "LABELS": map[string]any{"istio": "ingressgateway"}}) {
+		t.Error("the gateway's cluster uses the downstream's protocol")
+	}
 }

@@ -159,7 +159,7 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 // outboundClusters are the outbound clusters of one service under the
 // destination rule a proxy uses for it.
 func (g *SidecarGenerators) outboundClusters(push *model.PushContext, proxy *model.Proxy, svc *model.Service, dr *model.ConsolidatedDestRule, ps *envoyfilter.Patches) xds.Generated {
-	opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), ServiceAccounts: g.serviceAccounts(svc),
+	opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), ServiceAccounts: g.serviceAccounts(svc), Router: proxy.Type == model.Router,
 		PeerDisabled: authn.DestinationMode(push, push.RootNamespace(), svc.Attributes.Namespace) == authn.ModeDisable,
 		Endpoints: func(p *model.Port) []*model.IstioEndpoint {
 			eps, _ := g.orderedEndpoints(svc)
