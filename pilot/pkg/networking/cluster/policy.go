@@ -208,8 +208,8 @@ func shouldH2Upgrade(p protocol.Instance, m *meshconfig.MeshConfig, cp *networki
 // applyConnectionPool sets circuit breakers (with the retry budget),
 // timeouts, TCP keepalive (the mesh's, then the rule's) and the HTTP
 // options the pool implies; unset limits are unlimited, as in Istio. HTTP/2
-// settings apply only when h already speaks HTTP/2 (Istio's order: the
-// upgrade comes before, the port's own HTTP/2 after).
+// settings apply only when h already speaks HTTP/2 (by its port or the
+// upgrade).
 func applyConnectionPool(c *clusterv3.Cluster, cp *networking.ConnectionPoolSettings, budget *networking.TrafficPolicy_RetryBudget, m *meshconfig.MeshConfig, h *httpOptions) {
 	th := &clusterv3.CircuitBreakers_Thresholds{
 		MaxConnections:     u32(math.MaxUint32),
@@ -309,22 +309,24 @@ func setKeepalive(c *clusterv3.Cluster, ka *networking.ConnectionPoolSettings_TC
 	}
 }
 
-// applyTrafficProtocol runs Istio's sequence for a cluster of a port:
-// the HTTP/2 upgrade (outbound only), the connection pool, then the port's
-// own protocol (HTTP/2 ports speak HTTP/2; a sidecar's clusters of ports
-// without a declared protocol speak the downstream's), and sets the result.
+// applyTrafficProtocol runs Istio's sequence for a cluster of a port: the
+// port's own protocol first (when the cluster is built: HTTP/2 ports speak
+// HTTP/2; a sidecar's clusters of ports without a declared protocol speak
+// the downstream's), then, with the traffic policy, the HTTP/2 upgrade
+// (outbound only; it keeps a protocol already chosen) and the connection
+// pool, and sets the result.
 func applyTrafficProtocol(c *clusterv3.Cluster, pol *networking.TrafficPolicy, p protocol.Instance, m *meshconfig.MeshConfig, outbound, sidecar bool) {
 	var h httpOptions
-	cp := pol.GetConnectionPool()
-	if outbound && shouldH2Upgrade(p, m, cp) {
-		h.setH2()
-	}
-	applyConnectionPool(c, cp, pol.GetRetryBudget(), m, &h)
 	if p.IsHTTP2() {
 		h.setH2()
 	} else if sidecar && p == protocol.Unsupported {
 		h.useDownstream()
 	}
+	cp := pol.GetConnectionPool()
+	if outbound && shouldH2Upgrade(p, m, cp) {
+		h.setH2()
+	}
+	applyConnectionPool(c, cp, pol.GetRetryBudget(), m, &h)
 	h.finish(c)
 }
 
