@@ -81,6 +81,7 @@ func meshConnectTimeout(m *meshconfig.MeshConfig) *durationpb.Duration {
 }
 
 func buildOne(svc *model.Service, port *model.Port, subset string, pol *networking.TrafficPolicy, opts Options) *clusterv3.Cluster {
+	pol = withMeshDefaults(opts.Mesh, pol)
 	name := SubsetKey(Outbound, subset, svc.Hostname, port.Port)
 	c := &clusterv3.Cluster{Name: name, AltStatName: name + ";"}
 	switch svc.Resolution {
@@ -216,6 +217,12 @@ func BuildPassthrough(m *meshconfig.MeshConfig) *clusterv3.Cluster {
 	c := originalDst(Passthrough, Passthrough, m)
 	c.TypedExtensionProtocolOptions = downstreamProtocol()
 	c.Filters = metadataExchange()
+	if meshPoolSettings(m) {
+		// Istio applies the mesh's pool to it but drops the HTTP options
+		// that pool implies (they go to a wrapper it never builds): only
+		// limits, timeout and keepalive take effect
+		applyConnectionPool(c, m.GetDefaultTrafficPolicy().GetConnectionPool(), nil, m, &httpOptions{})
+	}
 	return c
 }
 
@@ -250,11 +257,16 @@ func BuildInbound(port int, proto protocol.Instance, services []*model.Service, 
 		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: map[string]*structpb.Value{
 			"services": structpb.NewListValue(&structpb.ListValue{Values: entries})}}}}
 	}
+	// the port's protocol, as Istio's buildCluster sets it for inbound
+	// clusters too: HTTP/2 ports speak HTTP/2, ports without a declared
+	// protocol the downstream's
+	var h httpOptions
 	if proto.IsHTTP2() {
-		var h httpOptions
 		h.setH2()
-		h.finish(c)
+	} else if proto == protocol.Unsupported {
+		h.useDownstream()
 	}
+	h.finish(c)
 	return c
 }
 
@@ -329,13 +341,17 @@ func BuildSNIDNAT(svc *model.Service, opts Options) []*clusterv3.Cluster {
 // bound what the server side accepts.
 func ApplyInboundPolicy(c *clusterv3.Cluster, dr *config.Config, servicePort int, proto protocol.Instance, m *meshconfig.MeshConfig) {
 	if dr == nil {
+		// no rule: the mesh's pool settings still apply, as in Istio
+		if meshPoolSettings(m) {
+			applyTrafficProtocol(c, withMeshDefaults(m, nil), proto, m, false, true)
+		}
 		return
 	}
 	spec, ok := dr.Spec.(*networking.DestinationRule)
 	if !ok {
 		return
 	}
-	pol := MergeTrafficPolicy(spec.GetTrafficPolicy(), nil, servicePort)
+	pol := withMeshDefaults(m, MergeTrafficPolicy(spec.GetTrafficPolicy(), nil, servicePort))
 	applyTrafficProtocol(c, pol, proto, m, false, true)
 	if c.Metadata == nil {
 		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{}}

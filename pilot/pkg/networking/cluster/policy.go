@@ -372,3 +372,35 @@ func applyOutlierDetection(c *clusterv3.Cluster, od *networking.OutlierDetection
 	}
 	c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: float64(od.MinHealthPercent)}
 }
+
+// withMeshDefaults overlays the mesh's defaultTrafficPolicy on a resolved
+// policy, block by block: a policy (after its port and subset merges) that
+// sets no connectionPool or outlierDetection takes the mesh's. The policy
+// is copied, never changed in place.
+func withMeshDefaults(m *meshconfig.MeshConfig, pol *networking.TrafficPolicy) *networking.TrafficPolicy {
+	d := m.GetDefaultTrafficPolicy()
+	pool := d.GetConnectionPool() != nil && pol.GetConnectionPool() == nil
+	outlier := d.GetOutlierDetection() != nil && pol.GetOutlierDetection() == nil
+	if !pool && !outlier {
+		return pol
+	}
+	out := &networking.TrafficPolicy{}
+	if pol != nil {
+		out = &networking.TrafficPolicy{LoadBalancer: pol.LoadBalancer, ConnectionPool: pol.ConnectionPool, OutlierDetection: pol.OutlierDetection,
+			Tls: pol.Tls, PortLevelSettings: pol.PortLevelSettings, Tunnel: pol.Tunnel, ProxyProtocol: pol.ProxyProtocol, RetryBudget: pol.RetryBudget}
+	}
+	if pool {
+		out.ConnectionPool = d.GetConnectionPool()
+	}
+	if outlier {
+		out.OutlierDetection = d.GetOutlierDetection()
+	}
+	return out
+}
+
+// meshPoolSettings tells whether the mesh sets anything Istio applies to
+// clusters without a DestinationRule through their connection pool.
+func meshPoolSettings(m *meshconfig.MeshConfig) bool {
+	return m.GetDefaultTrafficPolicy().GetConnectionPool() != nil || m.GetTcpKeepalive() != nil
+}
+

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -87,6 +88,10 @@ var goldenCases = []goldenCase{
 		mesh: func(m *meshconfig.MeshConfig) {
 			m.H2UpgradePolicy = meshconfig.MeshConfig_UPGRADE
 			m.TcpKeepalive = &networking.ConnectionPoolSettings_TCPSettings_TcpKeepalive{Time: durationpb.New(600 * time.Second)}
+			m.DefaultTrafficPolicy = &meshconfig.MeshConfig_DefaultTrafficPolicy{
+				ConnectionPool:   &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 100}},
+				OutlierDetection: &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(7)},
+			}
 		}},
 }
 
