@@ -403,4 +403,3 @@ func withMeshDefaults(m *meshconfig.MeshConfig, pol *networking.TrafficPolicy) *
 func meshPoolSettings(m *meshconfig.MeshConfig) bool {
 	return m.GetDefaultTrafficPolicy().GetConnectionPool() != nil || m.GetTcpKeepalive() != nil
 }
-
