@@ -66,6 +66,10 @@ type egressChain struct {
 	statPrefix string
 	// hashSourceIP: the DestinationRule hashes connections by source IP
 	hashSourceIP bool
+	// idle and maxDuration are the TCP proxy's idle timeout and maximum
+	// connection duration: the DestinationRule's top-level tcp pool
+	// settings (nil: Envoy's defaults)
+	idle, maxDuration *durationpb.Duration
 	// config is the path of the VirtualService the chain comes from,
 	// recorded in its metadata ("": none)
 	config string

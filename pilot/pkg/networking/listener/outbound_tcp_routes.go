@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"google.golang.org/protobuf/types/known/durationpb"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,8 +110,10 @@ func (a egressAdd) defaultTCPChain(o Options) *egressChain {
 	if len(a.svc.Ports) == 1 {
 		cp = a.svc.Ports[0].Port
 	}
+	dr := o.TCP.rule(a.svc.Hostname)
 	tc := &egressChain{cluster: cluster.SubsetKey(cluster.Outbound, "", a.svc.Hostname, cp), cidr: a.cidr,
-		hashSourceIP: useSourceIP(o.TCP.rule(a.svc.Hostname), "")}
+		hashSourceIP: useSourceIP(dr, "")}
+	tc.idle, tc.maxDuration = tcpPoolTimeouts(dr)
 	if o.TCP.StatName != "" {
 		// Istio knows only the number of the port here
 		tc.statPrefix = statPrefix(o.TCP.StatName, a.svc.Hostname, "", cp, "", a.svc)
@@ -133,6 +136,7 @@ func (a egressAdd) routeChain(vs *config.Config, routes []*networking.RouteDesti
 		dr = o.TCP.rule(svc.Hostname)
 	}
 	c := &egressChain{cidr: cidr}
+	c.idle, c.maxDuration = tcpPoolTimeouts(dr)
 	if named {
 		c.config = virtualServicePath(vs)
 	}
@@ -315,6 +319,18 @@ func tcpChainProxy(c *egressChain, o Options) *tcpproxy.TcpProxy {
 	if c.hashSourceIP {
 		tp.HashPolicy = sourceIPHash()
 	}
+	tp.IdleTimeout, tp.MaxDownstreamConnectionDuration = c.idle, c.maxDuration
 	tp.AccessLog = o.accessLogs()
 	return tp
+}
+
+// tcpPoolTimeouts are the idle timeout and maximum connection duration of
+// a TCP proxy to a DestinationRule's host: its top-level tcp pool's, as
+// Istio reads them (port-level and subset pools are not looked at there).
+// Istio falls back to the proxy's IDLE_TIMEOUT metadata; outbound
+// listeners here are shared by the proxies of a scope, so that per-proxy
+// setting is not applied.
+func tcpPoolTimeouts(dr *networking.DestinationRule) (idle, maxDuration *durationpb.Duration) {
+	tcp := dr.GetTrafficPolicy().GetConnectionPool().GetTcp()
+	return tcp.GetIdleTimeout(), tcp.GetMaxConnectionDuration()
 }
