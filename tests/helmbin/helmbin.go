@@ -2,7 +2,6 @@ package helmbin
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,17 +30,7 @@ func version() string {
 }
 
 // Dir is the directory hack/helmbin.sh builds into.
-func Dir() (string, error) {
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home := os.Getenv("HOME")
-		if home == "" {
-			return "", errors.New("neither XDG_CACHE_HOME nor HOME is set")
-		}
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "istiod-testbin", "helm-"+version()), nil
-}
+func Dir() (string, error) { return istiobin.CacheDir("helm-" + version()) }
 
 // Helm returns the path of the helm binary, failing the test when `make
 // testbin` has not built it.

@@ -118,15 +118,9 @@ func dropServerFilled(v any) any {
 func TestGatewayDeploymentReference(t *testing.T) {
 	dir := refdata.Dir(t, "gateways")
 	env := kube.Shared(t)
-	ns := env.NewNamespace(t, nil).Name
-	gw, route := applyReferenceInputs(t, env, dir, ns)
-	d := startIstiod(t, env, ns)
+	ns, d, created := startReferenceGateway(t, env, dir)
 	ctx := context.Background()
 	gwc := env.GatewayAPI.GatewayV1()
-	created, err := gwc.Gateways(ns).Create(ctx, gw, metav1.CreateOptions{})
-	must(t, err)
-	_, err = gwc.HTTPRoutes(ns).Create(ctx, route, metav1.CreateOptions{})
-	must(t, err)
 
 	want := referenceGenerated(t, dir)
 	for _, kind := range []string{"ServiceAccount", "Deployment", "Service"} {

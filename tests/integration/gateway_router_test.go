@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/anypb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -89,11 +88,7 @@ func heldResources(t *testing.T, c *adsc.Client, typ string) map[string]any {
 	t.Helper()
 	out := map[string]any{}
 	for _, n := range c.State(typ) {
-		a, err := anypb.New(c.Resource(typ, n))
-		must(t, err)
-		m, err := a.UnmarshalNew()
-		must(t, err)
-		b, err := protojson.Marshal(m)
+		b, err := protojson.Marshal(c.Resource(typ, n))
 		must(t, err)
 		var v any
 		must(t, json.Unmarshal(b, &v))

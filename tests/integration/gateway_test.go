@@ -137,6 +137,23 @@ func applyReferenceInputs(t *testing.T, env *kube.Env, dir, ns string) (*gateway
 	return referenceGatewayAPI(t, dir, ns)
 }
 
+// startReferenceGateway applies the reference inputs in a new namespace,
+// starts istiod there, then creates the reference's Gateway and HTTPRoute;
+// it returns the namespace, istiod and the Gateway as created.
+func startReferenceGateway(t *testing.T, env *kube.Env, dir string) (string, *istiod, *gatewayv1.Gateway) {
+	t.Helper()
+	ns := env.NewNamespace(t, nil).Name
+	gw, route := applyReferenceInputs(t, env, dir, ns)
+	d := startIstiod(t, env, ns)
+	ctx := context.Background()
+	gwc := env.GatewayAPI.GatewayV1()
+	created, err := gwc.Gateways(ns).Create(ctx, gw, metav1.CreateOptions{})
+	must(t, err)
+	_, err = gwc.HTTPRoutes(ns).Create(ctx, route, metav1.CreateOptions{})
+	must(t, err)
+	return ns, d, created
+}
+
 // referenceGatewayAPI reads the reference's Gateway and HTTPRoute, in ns.
 func referenceGatewayAPI(t *testing.T, dir, ns string) (*gatewayv1.Gateway, *gatewayv1.HTTPRoute) {
 	t.Helper()
@@ -191,15 +208,9 @@ func diffString(t *testing.T, got, want any) string {
 func TestGatewayAPIReference(t *testing.T) {
 	dir := refdata.Dir(t, "gateways")
 	env := kube.Shared(t)
-	ns := env.NewNamespace(t, nil).Name
-	gw, route := applyReferenceInputs(t, env, dir, ns)
-	d := startIstiod(t, env, ns)
+	ns, d, _ := startReferenceGateway(t, env, dir)
 	ctx := context.Background()
 	gwc := env.GatewayAPI.GatewayV1()
-	_, err := gwc.Gateways(ns).Create(ctx, gw, metav1.CreateOptions{})
-	must(t, err)
-	_, err = gwc.HTTPRoutes(ns).Create(ctx, route, metav1.CreateOptions{})
-	must(t, err)
 	want := referenceStatuses(t, dir)
 
 	for _, class := range []string{"istio", "istio-remote"} {
@@ -313,17 +324,11 @@ func checkLeaseAndNoRewrite(t *testing.T, env *kube.Env, d *istiod, ns string) {
 func TestGatewayAPIBadInput(t *testing.T) {
 	dir := refdata.Dir(t, "gateways")
 	env := kube.Shared(t)
-	ns := env.NewNamespace(t, nil).Name
+	ns, d, _ := startReferenceGateway(t, env, dir)
 	other := env.NewNamespace(t, nil).Name
-	gw, route := applyReferenceInputs(t, env, dir, ns)
-	d := startIstiod(t, env, ns)
 	ctx := context.Background()
 	gwc := env.GatewayAPI.GatewayV1()
-	_, err := gwc.Gateways(ns).Create(ctx, gw, metav1.CreateOptions{})
-	must(t, err)
-	_, err = gwc.HTTPRoutes(ns).Create(ctx, route, metav1.CreateOptions{})
-	must(t, err)
-	_, err = env.Kube.CoreV1().Services(other).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "remote", Namespace: other},
+	_, err := env.Kube.CoreV1().Services(other).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "remote", Namespace: other},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}, metav1.CreateOptions{})
 	must(t, err)
 	grant := &gatewayv1beta1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Name: "routes-from-" + ns, Namespace: other},

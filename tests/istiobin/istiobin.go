@@ -40,7 +40,12 @@ func version() string {
 
 // Dir returns the directory hack/istiobin.sh builds into:
 // ${XDG_CACHE_HOME:-$HOME/.cache}/istiod-testbin/istio-<version>.
-func Dir() (string, error) {
+func Dir() (string, error) { return CacheDir("istio-" + version()) }
+
+// CacheDir is the directory of one built tool in the machine's test binary
+// cache, ${XDG_CACHE_HOME:-$HOME/.cache}/istiod-testbin/<name>, where the
+// hack/*bin.sh scripts build once per machine.
+func CacheDir(name string) (string, error) {
 	base := os.Getenv("XDG_CACHE_HOME")
 	if base == "" {
 		home := os.Getenv("HOME")
@@ -49,7 +54,7 @@ func Dir() (string, error) {
 		}
 		base = filepath.Join(home, ".cache")
 	}
-	return filepath.Join(base, "istiod-testbin", "istio-"+version()), nil
+	return filepath.Join(base, "istiod-testbin", name), nil
 }
 
 // PilotAgent returns the path of Istio's pilot-agent, failing the test when

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pkg/config/host"
 )
 
 // checkIndex holds nothing but the problems a cross-index check found. The
@@ -26,7 +28,7 @@ func buildRouteChecks(bc *buildContext) *checkIndex {
 	services := bc.push.services
 	for _, cfg := range bc.push.virtualServices.all {
 		forEachDestination(cfg.Spec.(*networking.VirtualService), func(d *networking.Destination) {
-			if d == nil || d.Host == "" || isWildcardHost(d.Host) || len(services.byHost[d.Host]) > 0 {
+			if d == nil || d.Host == "" || host.IsWildcard(d.Host) || len(services.byHost[d.Host]) > 0 {
 				return
 			}
 			// Repeats of a host collapse on the problem key.
@@ -45,7 +47,7 @@ func buildSubsetChecks(bc *buildContext) *checkIndex {
 	}
 	for _, cfg := range bc.push.destinationRules.all {
 		dr := cfg.Spec.(*networking.DestinationRule)
-		if len(dr.Subsets) == 0 || isWildcardHost(dr.Host) {
+		if len(dr.Subsets) == 0 || host.IsWildcard(dr.Host) {
 			continue
 		}
 		for _, svc := range bc.push.services.byHost[dr.Host] {

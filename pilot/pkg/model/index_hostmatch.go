@@ -3,33 +3,12 @@ package model
 import (
 	"net/netip"
 	"strings"
+
+	"github.com/meshplane/istiod/pkg/config/host"
 )
 
-// Host names in Istio configuration are exact ("reviews.default.svc.cluster.local")
-// or wildcards with a leading "*" ("*.example.com", "*"). This file holds
-// the two relations Istio uses between them and the most-specific lookup
-// DestinationRules are selected with.
-
-func isWildcardHost(h string) bool { return strings.HasPrefix(h, "*") }
-
-// hostSubsetOf reports whether every name matched by a is matched by b:
-// "a.example.com" ⊆ "*.example.com" ⊆ "*", but not the other way round.
-func hostSubsetOf(a, b string) bool {
-	switch {
-	case !isWildcardHost(b):
-		return a == b
-	case !isWildcardHost(a):
-		return strings.HasSuffix(a, b[1:])
-	default:
-		return strings.HasSuffix(a[1:], b[1:])
-	}
-}
-
-// hostMatches reports whether a and b match some common name (either is a
-// subset of the other): the bidirectional matching of VirtualService hosts.
-func hostMatches(a, b string) bool {
-	return hostSubsetOf(a, b) || hostSubsetOf(b, a)
-}
+// hostTable and resolveShortName serve the lookups of hosts; the relations
+// between them are in pkg/config/host.
 
 // hostTable maps exact and wildcard hosts to values, with the most-specific
 // match Istio uses: an exact entry first, else the longest wildcard that
@@ -44,7 +23,7 @@ func newHostTable[T any]() *hostTable[T] {
 }
 
 func (t *hostTable[T]) table(h string) map[string]T {
-	if isWildcardHost(h) {
+	if host.IsWildcard(h) {
 		return t.wildcard
 	}
 	return t.exact
@@ -72,7 +51,7 @@ func (t *hostTable[T]) lookup(h string) (string, T, bool) {
 	}
 	best, found := "", false
 	for k := range t.wildcard {
-		if hostSubsetOf(h, k) && (!found || len(k) > len(best) || (len(k) == len(best) && k < best)) {
+		if host.SubsetOf(h, k) && (!found || len(k) > len(best) || (len(k) == len(best) && k < best)) {
 			best, found = k, true
 		}
 	}

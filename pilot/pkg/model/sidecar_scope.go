@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/host"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
@@ -453,7 +454,7 @@ func (h importedHosts) names() []string {
 func (h importedHosts) matchService(s *Service) bool {
 	covered := func(list []string) bool {
 		for _, imp := range list {
-			if hostSubsetOf(s.Hostname, imp) {
+			if host.SubsetOf(s.Hostname, imp) {
 				return true
 			}
 		}
@@ -472,7 +473,7 @@ func (h importedHosts) matchVirtualService(cfg *config.Config) bool {
 	covered := func(list []string) bool {
 		for _, imp := range list {
 			for _, vh := range vs.Hosts {
-				if vh == imp || (gatewaySemantics && hostSubsetOf(vh, imp)) || (!gatewaySemantics && hostMatches(vh, imp)) {
+				if vh == imp || (gatewaySemantics && host.SubsetOf(vh, imp)) || (!gatewaySemantics && host.Matches(vh, imp)) {
 					return true
 				}
 			}

@@ -161,37 +161,6 @@ func netCheckPartialWildcard(host string) error {
 	return nil
 }
 
-// netHostMatches reports whether two (possibly wildcard) hosts overlap.
-func netHostMatches(a, b string) bool {
-	aw, bw := strings.HasPrefix(a, "*"), strings.HasPrefix(b, "*")
-	switch {
-	case aw && bw:
-		if len(a) < len(b) {
-			return strings.HasSuffix(b[1:], a[1:])
-		}
-		return strings.HasSuffix(a[1:], b[1:])
-	case aw:
-		return strings.HasSuffix(b, a[1:])
-	case bw:
-		return strings.HasSuffix(a, b[1:])
-	}
-	return a == b
-}
-
-// netHostSubsetOf reports whether every name matched by h is matched by of.
-func netHostSubsetOf(h, of string) bool {
-	if strings.HasPrefix(of, "*") {
-		if strings.HasPrefix(h, "*") {
-			return strings.HasSuffix(h[1:], of[1:])
-		}
-		return strings.HasSuffix(h, of[1:])
-	}
-	if strings.HasPrefix(h, "*") {
-		return false
-	}
-	return h == of
-}
-
 // netCheckUnixAddress validates the part after unix://: an absolute file path
 // or an abstract socket name starting with '@'.
 func netCheckUnixAddress(addr string) error {

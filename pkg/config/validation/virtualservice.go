@@ -7,6 +7,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/host"
 )
 
 // netMeshGateway is the reserved gateway name for sidecars.
@@ -126,7 +127,7 @@ func vsCheckHosts(r *Report, p Path, vs *networking.VirtualService, toGateway bo
 	}
 	for i := range hosts {
 		for j := i + 1; j < len(hosts); j++ {
-			if netHostMatches(hosts[i], hosts[j]) {
+			if host.Matches(hosts[i], hosts[j]) {
 				r.Errorf(p.Index(j), "duplicate hosts in virtual service: %s & %s", hosts[i], hosts[j])
 			}
 		}
@@ -198,7 +199,7 @@ func vsCheckSNIHost(r *Report, p Path, sni string, hosts []string) {
 		return
 	}
 	for _, h := range hosts {
-		if netHostSubsetOf(sni, h) {
+		if host.SubsetOf(sni, h) {
 			return
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -16,12 +15,10 @@ import (
 
 	"github.com/meshplane/istiod/pkg/kube/inject"
 	"github.com/meshplane/istiod/pkg/log"
+	"github.com/meshplane/istiod/pkg/webhooks/admission"
 )
 
 var scope = log.RegisterScope("injectionServer", "sidecar injection webhook server")
-
-// MaxRequestBodyBytes bounds an AdmissionReview body (Istio's limit).
-const MaxRequestBodyBytes = int64(6 * 1024 * 1024)
 
 // Options configures the webhook. Config and Mesh are required; each
 // request reads them once.
@@ -75,7 +72,7 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	metricRequests.WithLabelValues().Inc()
 	start := wh.o.Now()
 	defer func() { metricTime.WithLabelValues().Observe(wh.o.Now().Sub(start).Seconds()) }()
-	body, err := readBody(r)
+	body, err := admission.ReadBody(r)
 	if err != nil {
 		failed(r.URL.Path, err.Error())
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -93,9 +90,9 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}}
 	var in admissionv1.AdmissionReview
-	if err := decodeReview(body, &in); err != nil {
+	if err := admission.DecodeReview(body, &in); err != nil {
 		failed(r.URL.Path, fmt.Sprintf("Could not decode body: %v", err))
-		out.Response = deny(err)
+		out.Response = admission.Deny(err)
 	} else {
 		out.TypeMeta = in.TypeMeta
 		out.Response = wh.admit(in.Request, r.URL.Path)
@@ -122,47 +119,12 @@ func failed(path, msg string) {
 	metricFailure.WithLabelValues().Inc()
 }
 
-func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	defer r.Body.Close()
-	lr := &io.LimitedReader{R: r.Body, N: MaxRequestBodyBytes + 1}
-	data, err := io.ReadAll(lr)
-	if err != nil {
-		return nil, fmt.Errorf("reading the body: %v", err)
-	}
-	if lr.N <= 0 {
-		return nil, fmt.Errorf("request entity too large: limit is %d", MaxRequestBodyBytes)
-	}
-	return data, nil
-}
-
-// decodeReview reads an AdmissionReview of admission.k8s.io/v1 or v1beta1
-// (the same JSON) that carries a request.
-func decodeReview(body []byte, ar *admissionv1.AdmissionReview) error {
-	if err := json.Unmarshal(body, ar); err != nil {
-		return err
-	}
-	if ar.Kind != "AdmissionReview" || (ar.APIVersion != "admission.k8s.io/v1" && ar.APIVersion != "admission.k8s.io/v1beta1") {
-		return fmt.Errorf("not an AdmissionReview of admission.k8s.io/v1 or v1beta1: apiVersion %q kind %q", ar.APIVersion, ar.Kind)
-	}
-	if ar.Request == nil {
-		return errors.New("the AdmissionReview has no request")
-	}
-	return nil
-}
-
-func deny(err error) *admissionv1.AdmissionResponse {
-	return &admissionv1.AdmissionResponse{Result: &metav1.Status{Message: err.Error()}}
-}
-
 // admit injects the request's pod.
 func (wh *Webhook) admit(req *admissionv1.AdmissionRequest, path string) *admissionv1.AdmissionResponse {
 	var pod corev1.Pod
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
 		failed(path, fmt.Sprintf("Could not unmarshal raw object: %v", err))
-		return deny(fmt.Errorf("could not decode the pod: %v", err))
+		return admission.Deny(fmt.Errorf("could not decode the pod: %v", err))
 	}
 	// managed fields do not change the result and make patches costly
 	pod.ManagedFields = nil
@@ -173,7 +135,7 @@ func (wh *Webhook) admit(req *admissionv1.AdmissionRequest, path string) *admiss
 	cfg := wh.o.Config()
 	if cfg == nil {
 		failed(path, "pod "+name+": no injection config")
-		return deny(errors.New("sidecar injection: istiod has no injection config (ConfigMap " +
+		return admission.Deny(errors.New("sidecar injection: istiod has no injection config (ConfigMap " +
 			inject.ConfigMapName(wh.o.Revision) + " missing or invalid; see /debug/warningz)"))
 	}
 	if !inject.Required(cfg, &pod.Spec, &pod.ObjectMeta) {
@@ -199,7 +161,7 @@ func (wh *Webhook) admit(req *admissionv1.AdmissionRequest, path string) *admiss
 	})
 	if err != nil {
 		failed(path, fmt.Sprintf("Pod injection failed: %v", err))
-		return deny(err)
+		return admission.Deny(err)
 	}
 	pt := admissionv1.PatchTypeJSONPatch
 	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}

@@ -82,7 +82,7 @@ func (m *merger) add(gateway string, cfg *config.Config, s *networking.Server, p
 		if m.tlsHosts[port] == nil {
 			m.tlsHosts[port] = map[string]string{}
 		}
-		if dup := duplicates(s.Hosts, s.Bind, m.tlsHosts[port]); len(dup) > 0 {
+		if dup := TakeHosts(s.Hosts, s.Bind, m.tlsHosts[port]); len(dup) > 0 {
 			m.drop(gateway, s, port, "hosts "+joinQuoted(dup)+" are already served with TLS on this port")
 			return
 		}

@@ -98,9 +98,10 @@ func SNIHosts(s *networking.Server) []string {
 	return out
 }
 
-// duplicates returns the hosts already taken on the same bind; when there
-// are none, the hosts are taken.
-func duplicates(hosts []string, bind string, taken map[string]string) []string {
+// TakeHosts returns the hosts already taken on the same bind; when there
+// are none, the hosts are taken. Servers take their TLS hosts when merged,
+// and the TLS routes of router listeners take their SNI hosts with it.
+func TakeHosts(hosts []string, bind string, taken map[string]string) []string {
 	var dup []string
 	for _, h := range hosts {
 		if b, ok := taken[h]; ok && b == bind {

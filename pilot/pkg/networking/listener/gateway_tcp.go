@@ -137,7 +137,7 @@ func (o GatewayOptions) tlsRouteChains(s *networking.Server, gw string, listenPo
 				if tlsHosts[listenPort] == nil {
 					tlsHosts[listenPort] = map[string]string{}
 				}
-				if dup := takeHosts(m.SniHosts, s.Bind, tlsHosts[listenPort]); len(dup) > 0 {
+				if dup := gateway.TakeHosts(m.SniHosts, s.Bind, tlsHosts[listenPort]); len(dup) > 0 {
 					o.problem("VirtualService " + vs.Namespace + "/" + vs.Name + " TLS route " + strconv.Itoa(i) +
 						" skipped on port " + strconv.Itoa(int(listenPort)) + " of gateway " + gw + ": SNI hosts " +
 						strings.Join(dup, ", ") + " are already routed")
@@ -148,23 +148,6 @@ func (o GatewayOptions) tlsRouteChains(s *networking.Server, gw string, listenPo
 		}
 	}
 	return out
-}
-
-// takeHosts returns the hosts already taken on the bind; when none are,
-// it takes them all.
-func takeHosts(hosts []string, bind string, taken map[string]string) []string {
-	var dup []string
-	for _, h := range hosts {
-		if b, ok := taken[h]; ok && b == bind {
-			dup = append(dup, h)
-		}
-	}
-	if len(dup) == 0 {
-		for _, h := range hosts {
-			taken[h] = bind
-		}
-	}
-	return dup
 }
 
 // autoPassthroughChains route by SNI to any mesh service (and subset) the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 
@@ -13,12 +12,10 @@ import (
 
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/log"
+	"github.com/meshplane/istiod/pkg/webhooks/admission"
 )
 
 var scope = log.RegisterScope("validationServer", "validation webhook server")
-
-// MaxRequestBodyBytes bounds an AdmissionReview body (Istio's limit).
-const MaxRequestBodyBytes = int64(6 * 1024 * 1024)
 
 // RevisionLabel is the label naming the control plane revision an object
 // belongs to.
@@ -85,7 +82,7 @@ var validFields = map[string]bool{"apiVersion": true, "kind": true, "metadata": 
 // body is 400, a content type other than application/json is 415, a body
 // that is not an AdmissionReview is answered (200) with a denial saying so.
 func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r)
+	body, err := admission.ReadBody(r)
 	if err != nil {
 		reportHTTPError(http.StatusBadRequest)
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -104,9 +101,9 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}}
 	var in admissionv1.AdmissionReview
-	switch err := decodeReview(body, &in); {
+	switch err := admission.DecodeReview(body, &in); {
 	case err != nil:
-		out.Response = deny(fmt.Errorf("could not decode body: %v", err))
+		out.Response = admission.Deny(fmt.Errorf("could not decode body: %v", err))
 	default:
 		out.TypeMeta = in.TypeMeta
 		out.Response = wh.admit(in.Request)
@@ -123,41 +120,6 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reportHTTPError(http.StatusInternalServerError)
 		scope.Warnf("could not write response: %v", err)
 	}
-}
-
-func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	defer r.Body.Close()
-	lr := &io.LimitedReader{R: r.Body, N: MaxRequestBodyBytes + 1}
-	data, err := io.ReadAll(lr)
-	if err != nil {
-		return nil, fmt.Errorf("reading the body: %v", err)
-	}
-	if lr.N <= 0 {
-		return nil, fmt.Errorf("request entity too large: limit is %d", MaxRequestBodyBytes)
-	}
-	return data, nil
-}
-
-// decodeReview reads an AdmissionReview of admission.k8s.io/v1 or v1beta1
-// (the same JSON) that carries a request.
-func decodeReview(body []byte, ar *admissionv1.AdmissionReview) error {
-	if err := json.Unmarshal(body, ar); err != nil {
-		return err
-	}
-	if ar.Kind != "AdmissionReview" || (ar.APIVersion != "admission.k8s.io/v1" && ar.APIVersion != "admission.k8s.io/v1beta1") {
-		return fmt.Errorf("not an AdmissionReview of admission.k8s.io/v1 or v1beta1: apiVersion %q kind %q", ar.APIVersion, ar.Kind)
-	}
-	if ar.Request == nil {
-		return errors.New("the AdmissionReview has no request")
-	}
-	return nil
-}
-
-func deny(err error) *admissionv1.AdmissionResponse {
-	return &admissionv1.AdmissionResponse{Result: &metav1.Status{Message: err.Error()}}
 }
 
 // objectHeader is what the webhook reads of an object before validating it.
@@ -188,7 +150,7 @@ func (wh *Webhook) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
 		scope.Infof("cannot decode configuration: %v%s", err, suffix)
 		reportFailed(req, reasonYamlDecodeError, dryRun)
-		return deny(fmt.Errorf("cannot decode configuration: %v", err))
+		return admission.Deny(fmt.Errorf("cannot decode configuration: %v", err))
 	}
 	if rev, ok := obj.Metadata.Labels[RevisionLabel]; ok && rev != wh.revision {
 		scope.Debugf("%s %s/%s belongs to revision %q, not %q: not validated", obj.Kind, req.Namespace, obj.Metadata.Name, rev, wh.revision)
@@ -207,16 +169,16 @@ func (wh *Webhook) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 	case errors.As(err, &de):
 		scope.Infof("error decoding configuration: %v%s", err, suffix)
 		reportFailed(req, reasonCRDConversionError, dryRun)
-		return deny(fmt.Errorf("error decoding configuration: %v", err))
+		return admission.Deny(fmt.Errorf("error decoding configuration: %v", err))
 	case err != nil:
 		scope.Infof("configuration is invalid: %v%s", err, suffix)
 		reportFailed(req, reasonInvalidConfig, dryRun)
-		return deny(fmt.Errorf("configuration is invalid: %v", err))
+		return admission.Deny(fmt.Errorf("configuration is invalid: %v", err))
 	}
 	if err := checkFields(req.Object.Raw, req.Kind.Kind, req.Namespace, obj.Metadata.Name); err != nil {
 		scope.Infof("%v%s", err, suffix)
 		reportFailed(req, reasonInvalidConfig, dryRun)
-		return deny(err)
+		return admission.Deny(err)
 	}
 	reportPassed(req)
 	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}

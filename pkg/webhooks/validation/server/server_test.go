@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/webhooks/admission"
 )
 
 // fakeValidate knows VirtualService: no spec.hosts is invalid, a spec that
@@ -222,7 +223,7 @@ func TestHTTPErrors(t *testing.T) {
 	if code, b := post(t, srv, "/validate", "application/json; charset=utf-8", good); code != 200 {
 		t.Errorf("content type with parameters: %d %s", code, b)
 	}
-	big := bytes.Repeat([]byte(" "), int(MaxRequestBodyBytes)+1)
+	big := bytes.Repeat([]byte(" "), int(admission.MaxRequestBodyBytes)+1)
 	if code, b := post(t, srv, "/validate", "application/json", big); code != 400 || !strings.Contains(string(b), "too large") {
 		t.Errorf("too large: %d %.200s", code, b)
 	}

@@ -15,19 +15,32 @@ import (
 // A nil route with an error is a hard error of the whole route; other
 // errors are reported while the routes serve.
 func (rc routeCtx) httpRules(namespace, name string, rules []gatewayv1.HTTPRouteRule) ([]*istio.HTTPRoute, *ConfigError) {
+	return perMatch(rules, func(r *gatewayv1.HTTPRouteRule) *[]gatewayv1.HTTPRouteMatch { return &r.Matches },
+		func(r gatewayv1.HTTPRouteRule, pos int) (*istio.HTTPRoute, *ConfigError) {
+			return rc.httpRule(r, namespace, name, pos)
+		})
+}
+
+// perMatch splits each rule of an HTTPRoute or GRPCRoute into one rule per
+// match (a rule without matches stays whole) and converts each, keeping the
+// position of the rule it came from for its name. A nil route with an error
+// ends the conversion; other errors are kept (the last one) while the
+// routes serve.
+func perMatch[R, M any](rules []R, matches func(*R) *[]M, convert func(R, int) (*istio.HTTPRoute, *ConfigError)) ([]*istio.HTTPRoute, *ConfigError) {
 	var out []*istio.HTTPRoute
 	var routeErr *ConfigError
 	for n, r := range rules {
-		matches := r.Matches
-		if len(matches) == 0 {
-			matches = []gatewayv1.HTTPRouteMatch{{}}
+		all := *matches(&r)
+		split := all
+		if len(split) == 0 {
+			split = make([]M, 1)
 		}
-		for i := range matches {
+		for i := range split {
 			rule := r
-			if len(r.Matches) > 0 {
-				rule.Matches = []gatewayv1.HTTPRouteMatch{matches[i]}
+			if len(all) > 0 {
+				*matches(&rule) = []M{split[i]}
 			}
-			vs, err := rc.httpRule(rule, namespace, name, n)
+			vs, err := convert(rule, n)
 			if vs == nil {
 				return nil, err
 			}

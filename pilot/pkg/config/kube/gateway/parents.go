@@ -9,6 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/host"
 )
 
 // Why a route is refused by a parent: the reasons of the Accepted condition.
@@ -154,7 +155,7 @@ func hostnamesAllowed(p *ParentInfo, hostnames []gatewayv1.Hostname, namespace s
 			if !found {
 				pns, ph = "*", nh
 			}
-			match := hostMatches(ph, string(rh))
+			match := host.Matches(ph, string(rh))
 			hostMatched = hostMatched || match
 			if match && (pns == "*" || pns == namespace) {
 				return nil
@@ -185,17 +186,17 @@ func admitted(parents []routeParent) []routeParent {
 // parent belongs to it: a wildcard listener does not take a host that
 // another listener of the same port names more exactly.
 func (p routeParent) allowedByIsolation(routeHost string) bool {
-	if p.hostname != "" && !isWildcard(p.hostname) {
+	if p.hostname != "" && !host.IsWildcard(p.hostname) {
 		return true
 	}
-	if p.hostname != "" && !hostMatches(routeHost, p.hostname) {
+	if p.hostname != "" && !host.Matches(routeHost, p.hostname) {
 		return false
 	}
 	for other := range p.banned {
 		if len(p.hostname) > len(other) {
 			continue
 		}
-		if hostSubsetOf(routeHost, other) {
+		if host.SubsetOf(routeHost, other) {
 			return false
 		}
 	}
@@ -217,51 +218,17 @@ func attachments(parents []routeParent) []Attachment {
 	return out
 }
 
-func isWildcard(h string) bool { return h != "" && h[0] == '*' }
-
-// hostMatches reports whether two hostnames overlap (either may be a
-// wildcard).
-func hostMatches(a, b string) bool {
-	aw, bw := isWildcard(a), isWildcard(b)
-	switch {
-	case aw && bw:
-		if len(a) < len(b) {
-			return strings.HasSuffix(b[1:], a[1:])
-		}
-		return strings.HasSuffix(a[1:], b[1:])
-	case aw:
-		return strings.HasSuffix(b, a[1:])
-	case bw:
-		return strings.HasSuffix(a, b[1:])
-	}
-	return a == b
-}
-
-// hostSubsetOf reports whether every name a matches, b matches too.
-func hostSubsetOf(a, b string) bool {
-	aw, bw := isWildcard(a), isWildcard(b)
-	switch {
-	case aw && bw:
-		return len(a) >= len(b) && strings.HasSuffix(a[1:], b[1:])
-	case aw:
-		return false
-	case bw:
-		return strings.HasSuffix(a, b[1:])
-	}
-	return a == b
-}
-
 // hostIntersection is the narrower of each overlapping pair of a and b.
 func hostIntersection(a, b []string) []string {
 	out := make([]string, 0, len(a))
 	for _, x := range a {
 		for _, y := range b {
 			switch {
-			case hostSubsetOf(x, y):
+			case host.SubsetOf(x, y):
 				if !slices.Contains(out, x) {
 					out = append(out, x)
 				}
-			case hostSubsetOf(y, x):
+			case host.SubsetOf(y, x):
 				if !slices.Contains(out, y) {
 					out = append(out, y)
 				}

@@ -9,6 +9,7 @@ import (
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/host"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 )
 
@@ -296,15 +297,15 @@ func withTLSPort(routes []*istio.TLSRoute, port *gatewayv1.PortNumber, hosts []s
 	return out
 }
 
-// routesForHost keeps, in routes matching several SNI hosts, those of host.
-func routesForHost(routes []*istio.TLSRoute, host string) []*istio.TLSRoute {
+// routesForHost keeps, in routes matching several SNI hosts, those of want.
+func routesForHost(routes []*istio.TLSRoute, want string) []*istio.TLSRoute {
 	out := make([]*istio.TLSRoute, 0, len(routes))
 	for _, r := range routes {
 		if len(r.Match) == 1 && len(r.Match[0].SniHosts) > 1 {
 			r = r.DeepCopy()
 			var sni []string
 			for _, h := range r.Match[0].SniHosts {
-				if hostMatches(host, h) {
+				if host.Matches(want, h) {
 					sni = append(sni, h)
 				}
 			}
@@ -335,29 +336,10 @@ func constrainTLSRoutes(routes []*istio.TLSRoute, listenerHost string) []*istio.
 
 // grpcRules converts the rules of a GRPCRoute, one Istio route per match.
 func (rc routeCtx) grpcRules(namespace, name string, rules []gatewayv1.GRPCRouteRule) ([]*istio.HTTPRoute, *ConfigError) {
-	var out []*istio.HTTPRoute
-	var routeErr *ConfigError
-	for n, r := range rules {
-		matches := r.Matches
-		if len(matches) == 0 {
-			matches = []gatewayv1.GRPCRouteMatch{{}}
-		}
-		for i := range matches {
-			rule := r
-			if len(r.Matches) > 0 {
-				rule.Matches = []gatewayv1.GRPCRouteMatch{matches[i]}
-			}
-			vs, err := rc.grpcRule(rule, namespace, name, n)
-			if vs == nil {
-				return nil, err
-			}
-			if err != nil {
-				routeErr = err
-			}
-			out = append(out, vs)
-		}
-	}
-	return out, routeErr
+	return perMatch(rules, func(r *gatewayv1.GRPCRouteRule) *[]gatewayv1.GRPCRouteMatch { return &r.Matches },
+		func(r gatewayv1.GRPCRouteRule, pos int) (*istio.HTTPRoute, *ConfigError) {
+			return rc.grpcRule(r, namespace, name, pos)
+		})
 }
 
 func (rc routeCtx) grpcRule(r gatewayv1.GRPCRouteRule, namespace, name string, pos int) (*istio.HTTPRoute, *ConfigError) {
