@@ -78,6 +78,7 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 	if err := securityFromEnv(&a.Security); err != nil {
 		return err
 	}
+	mongo := !a.NoMongoFilter
 	for _, e := range []struct {
 		name string
 		dst  *bool
@@ -86,10 +87,15 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 		{"PILOT_SCOPE_GATEWAY_TO_NAMESPACE", &a.ScopeGatewayToNamespace},
 		{"PILOT_FILTER_GATEWAY_CLUSTER_CONFIG", &a.FilterGatewayClusters},
 		{"ENABLE_TLS_ON_SIDECAR_INGRESS", &a.SidecarIngressTLS},
+		{"ISTIO_DUAL_STACK", &a.DualStack},
+		{"ISTIO_ENABLE_IPV4_OUTBOUND_LISTENER_FOR_IPV6_CLUSTERS", &a.IPv4OutboundForIPv6},
 		{"PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER", &a.GatewayDeployment.Enabled},
 		{"PILOT_ENABLE_GATEWAY_API_COPY_LABELS_ANNOTATIONS", &a.GatewayDeployment.CopyLabelsAnnotations},
 		{"ENABLE_GATEWAY_API_MANUAL_DEPLOYMENT", &a.GatewayDeployment.ManualDeployment},
 		{"PILOT_ENABLE_QUIC_LISTENERS", &a.GatewayDeployment.QUICListeners},
+		{"PILOT_ENABLE_MONGO_FILTER", &mongo},
+		{"PILOT_ENABLE_REDIS_FILTER", &a.RedisFilter},
+		{"PILOT_ENABLE_MYSQL_FILTER", &a.MySQLFilter},
 	} {
 		if v := os.Getenv(e.name); v != "" {
 			b, err := strconv.ParseBool(v)
@@ -99,6 +105,7 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 			*e.dst = b
 		}
 	}
+	a.NoMongoFilter = !mongo
 	return nil
 }
 

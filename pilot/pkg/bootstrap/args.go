@@ -34,6 +34,19 @@ type PilotArgs struct {
 	// SidecarIngressTLS: a Sidecar ingress listener's tls terminates TLS
 	// on its port (ENABLE_TLS_ON_SIDECAR_INGRESS; off as in Istio).
 	SidecarIngressTLS bool
+	// DualStack: dual-stack proxies listen and bind on both IP families
+	// (ISTIO_DUAL_STACK; off as in Istio). IPv4OutboundForIPv6: an
+	// IPv6-only proxy's virtualOutbound also listens on 0.0.0.0
+	// (ISTIO_ENABLE_IPV4_OUTBOUND_LISTENER_FOR_IPV6_CLUSTERS; off as in Istio).
+	DualStack           bool
+	IPv4OutboundForIPv6 bool
+	// NoMongoFilter, RedisFilter and MySQLFilter switch the protocol
+	// filters of outbound TCP chains (PILOT_ENABLE_MONGO_FILTER, on by
+	// default; PILOT_ENABLE_REDIS_FILTER and PILOT_ENABLE_MYSQL_FILTER,
+	// off by default).
+	NoMongoFilter bool
+	RedisFilter   bool
+	MySQLFilter   bool
 	// SharedMeshConfig names a ConfigMap overlaid under the mesh config
 	// (SHARED_MESH_CONFIG).
 	SharedMeshConfig string

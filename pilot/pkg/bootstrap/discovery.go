@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/credentials"
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
@@ -57,6 +58,8 @@ func (s *Server) initDiscovery() {
 	d.server.SetControlPlane(controlPlaneID(s.args.PodName))
 	gens := &generators.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate,
 		FilterGatewayClusters: s.args.FilterGatewayClusters, SidecarIngressTLS: s.args.SidecarIngressTLS}
+	gens.DualStack, gens.IPv4OutboundForIPv6 = s.args.DualStack, s.args.IPv4OutboundForIPv6
+	gens.ProtocolFilters = listener.ProtocolFilters{NoMongo: s.args.NoMongoFilter, Redis: s.args.RedisFilter, MySQL: s.args.MySQLFilter}
 	// jwksUri keys are fetched in the background and never block a push;
 	// new keys push everyone, as in Istio
 	d.jwks = authn.NewResolver(authn.ResolverOptions{Metrics: jwksMetrics(), OnChange: func() {

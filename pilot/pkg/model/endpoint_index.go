@@ -95,6 +95,13 @@ func (s *EndpointShards) Ordered() ([]*IstioEndpoint, uint64) {
 	return out, s.version
 }
 
+// Version is the version Ordered would return, without building the list.
+func (s *EndpointShards) Version() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.version
+}
+
 // ShardsView is a point-in-time copy of one service's shards: the map is the
 // caller's, the endpoint lists are shared and read-only. Its JSON is that of
 // Istio's /debug/endpointShardz.

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 )
 
 // NodeType is the kind of proxy: the first field of the node ID.
@@ -82,6 +83,10 @@ type NodeMetadata struct {
 	PodPorts         string            `json:"POD_PORTS,omitempty"`
 	IstioProxySHA    string            `json:"ISTIO_PROXY_SHA,omitempty"`
 	ProxyConfig      json.RawMessage   `json:"PROXY_CONFIG,omitempty"`
+	// IdleTimeout is the proxy's IDLE_TIMEOUT (a Go duration): the idle
+	// timeout of its TCP proxies where no DestinationRule sets one, and of
+	// its HTTP connection managers.
+	IdleTimeout string `json:"IDLE_TIMEOUT,omitempty"`
 
 	// Raw is the whole metadata as sent.
 	Raw map[string]any `json:"-"`
@@ -196,4 +201,91 @@ func (p *Proxy) ClusterID() string {
 		return ""
 	}
 	return p.Metadata.ClusterID
+}
+
+// IPMode is the IP family a proxy speaks, decided from its addresses.
+type IPMode int
+
+// IP modes, as Istio decides them: IPv4 when no address is IPv6 (a proxy
+// without addresses included), IPv6 when no address is IPv4, Dual otherwise.
+const (
+	IPv4 IPMode = iota
+	IPv6
+	Dual
+)
+
+// String names the mode ("IPv4", "IPv6", "Dual").
+func (m IPMode) String() string {
+	switch m {
+	case IPv6:
+		return "IPv6"
+	case Dual:
+		return "Dual"
+	}
+	return "IPv4"
+}
+
+// DiscoverIPMode is the IP mode of a list of addresses; entries that do not
+// parse are skipped, as Istio skips them.
+func DiscoverIPMode(addrs []string) IPMode {
+	v4, v6 := false, false
+	for _, s := range addrs {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			continue
+		}
+		if a.Is4() {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	switch {
+	case v6 && !v4:
+		return IPv6
+	case v4 && v6:
+		return Dual
+	}
+	return IPv4
+}
+
+// IPMode is the proxy's IP mode, from its addresses.
+func (p *Proxy) IPMode() IPMode { return DiscoverIPMode(p.IPAddresses) }
+
+// InterceptionMode is how traffic reaches a sidecar.
+type InterceptionMode string
+
+// Interception modes the agent reports in INTERCEPTION_MODE.
+const (
+	InterceptionRedirect InterceptionMode = "REDIRECT"
+	InterceptionTproxy   InterceptionMode = "TPROXY"
+	InterceptionNone     InterceptionMode = "NONE"
+)
+
+// Interception is the proxy's INTERCEPTION_MODE; anything but TPROXY or
+// NONE (unset included) is REDIRECT, as in Istio.
+func (p *Proxy) Interception() InterceptionMode {
+	if p == nil || p.Metadata == nil {
+		return InterceptionRedirect
+	}
+	switch m := InterceptionMode(p.Metadata.InterceptionMode); m {
+	case InterceptionTproxy, InterceptionNone:
+		return m
+	}
+	return InterceptionRedirect
+}
+
+// ProxyConfigOrDefault is the ProxyConfig the agent sent in PROXY_CONFIG,
+// its unknown fields ignored as Istio reads it, else def (the mesh's
+// defaultConfig). A PROXY_CONFIG that does not parse counts as none: Istio
+// would refuse the node, here the proxy keeps the mesh's settings.
+func (p *Proxy) ProxyConfigOrDefault(def *meshconfig.ProxyConfig) *meshconfig.ProxyConfig {
+	if p == nil || p.Metadata == nil || len(p.Metadata.ProxyConfig) == 0 || string(p.Metadata.ProxyConfig) == "null" {
+		return def
+	}
+	pc := &meshconfig.ProxyConfig{}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(p.Metadata.ProxyConfig, pc); err != nil {
+		return def
+	}
+	return pc
 }

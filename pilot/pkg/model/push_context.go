@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	meshconfig "istio.io/api/mesh/v1alpha1"
+
+	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
 // PushContext is the immutable snapshot a push is computed from. It is made
@@ -53,6 +55,11 @@ type PushContext struct {
 	sidecars               *sidecarIndex
 	routeChecks            *checkIndex
 	subsetChecks           *checkIndex
+
+	// lineage lists the earlier snapshots this one was derived from
+	// incrementally, newest first, each with every kind changed since it
+	// (see ChangedOnlySince); empty after a full rebuild.
+	lineage []lineageEntry
 
 	// prevSidecars is the sidecar index of the snapshot before the last
 	// change of sidecar scopes, so that a proxy whose old scope depended on
@@ -121,8 +128,66 @@ func InitContext(env *Environment, oldPush *PushContext, req *PushRequest) *Push
 			p.prevSidecars = oldPush.prevSidecars
 		}
 	}
+	if !p.FullRebuild {
+		p.lineage = deriveLineage(oldPush, req)
+	}
 	p.status = p.collectProblems()
 	return p
+}
+
+// lineageEntry is an earlier snapshot and the kinds changed since.
+type lineageEntry struct {
+	seq   uint64
+	kinds []kind.Kind
+}
+
+// maxLineage bounds how far back a snapshot remembers its ancestors.
+const maxLineage = 16
+
+// deriveLineage is the lineage of a snapshot built from old by req: old
+// itself with the kinds req changed, then old's ancestors with those kinds
+// added.
+func deriveLineage(old *PushContext, req *PushRequest) []lineageEntry {
+	var changed []kind.Kind
+	for k := range req.ConfigsUpdated {
+		if !slices.Contains(changed, k.Kind) {
+			changed = append(changed, k.Kind)
+		}
+	}
+	out := make([]lineageEntry, 0, min(len(old.lineage)+1, maxLineage))
+	out = append(out, lineageEntry{seq: old.seq, kinds: changed})
+	for _, e := range old.lineage {
+		if len(out) == maxLineage {
+			break
+		}
+		ks := slices.Clone(e.kinds)
+		for _, k := range changed {
+			if !slices.Contains(ks, k) {
+				ks = append(ks, k)
+			}
+		}
+		out = append(out, lineageEntry{seq: e.seq, kinds: ks})
+	}
+	return out
+}
+
+// ChangedOnlySince reports whether this snapshot was derived, by
+// incremental rebuilds only, from the snapshot numbered seq, with every
+// change since then of one of the given kinds: what was generated from
+// that snapshot and depends on nothing else of it still holds. Full
+// rebuilds (the mesh configuration, forced pushes) break the chain.
+func (p *PushContext) ChangedOnlySince(seq uint64, kinds []kind.Kind) bool {
+	for _, e := range p.lineage {
+		if e.seq == seq {
+			for _, k := range e.kinds {
+				if !slices.Contains(kinds, k) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // needsFullRebuild decides whether no index may be shared with oldPush.

@@ -49,6 +49,29 @@ type Options struct {
 	// downstream's HTTP version on ports without a declared protocol (a
 	// sidecar's do, as in Istio).
 	Router bool
+	// IPMode is the proxy's IP mode, and DualStack and IPv4ForIPv6 the
+	// ISTIO_DUAL_STACK and ISTIO_ENABLE_IPV4_OUTBOUND_LISTENER_FOR_IPV6_CLUSTERS
+	// flags: together they pick the address family DNS clusters resolve.
+	IPMode      model.IPMode
+	DualStack   bool
+	IPv4ForIPv6 bool
+	// RedisMaglev is PILOT_ENABLE_REDIS_FILTER: Redis ports' clusters
+	// balance by MAGLEV, for the Redis proxy's client-side sharding.
+	RedisMaglev bool
+}
+
+// dnsLookupFamily is the family a DNS cluster resolves, as Istio picks it
+// from the proxy's addresses: IPv4 only, IPv6 only for an IPv6-only proxy
+// (both under IPv4ForIPv6, for an IPv4 path the proxy cannot see), and for
+// a dual-stack proxy both (happy eyeballs) only under DualStack.
+func (o Options) dnsLookupFamily() clusterv3.Cluster_DnsLookupFamily {
+	switch {
+	case o.IPMode == model.IPv6 && o.IPv4ForIPv6, o.IPMode == model.Dual && o.DualStack:
+		return clusterv3.Cluster_ALL
+	case o.IPMode == model.IPv6:
+		return clusterv3.Cluster_V6_ONLY
+	}
+	return clusterv3.Cluster_V4_ONLY
 }
 
 // BuildOutbound builds the clusters of a service: one per port, plus one per
@@ -97,7 +120,7 @@ func buildOne(svc *model.Service, port *model.Port, subset string, pol *networki
 			c.DnsRefreshRate = durationpb.New(60 * time.Second)
 		}
 		c.RespectDnsTtl = true
-		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
+		c.DnsLookupFamily = opts.dnsLookupFamily()
 		c.DnsJitter = durationpb.New(100 * time.Millisecond)
 		c.TypedDnsResolverConfig = caresResolver()
 	case model.Passthrough:
@@ -110,7 +133,9 @@ func buildOne(svc *model.Service, port *model.Port, subset string, pol *networki
 	if svc.Resolution == model.Passthrough {
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 	} else {
-		applyLoadBalancer(c, pol.GetLoadBalancer())
+		if !redisMaglev(c, port, opts.RedisMaglev) {
+			applyLoadBalancer(c, pol.GetLoadBalancer())
+		}
 		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{}}
 		if len(LocalitySetting(pol, opts.Mesh).GetDistribute()) > 0 {
 			// locality weights come with the endpoints
@@ -229,7 +254,53 @@ func BuildPassthrough(m *meshconfig.MeshConfig) *clusterv3.Cluster {
 // inboundBind makes inbound connections come from 127.0.0.6 so the
 // iptables rules let them reach the application.
 func inboundBind() *core.BindConfig {
-	return &core.BindConfig{SourceAddress: &core.SocketAddress{Address: "127.0.0.6", PortSpecifier: &core.SocketAddress_PortValue{PortValue: 0}}}
+	return &core.BindConfig{SourceAddress: bindAddress(inboundBindIPv4)}
+}
+
+// The "magic" source addresses of connections to the application, one per
+// IP family (6 as in 15006), that the iptables rules let through.
+const (
+	inboundBindIPv4 = "127.0.0.6"
+	inboundBindIPv6 = "::6"
+)
+
+func bindAddress(ip string) *core.SocketAddress {
+	return &core.SocketAddress{Address: ip, PortSpecifier: &core.SocketAddress_PortValue{PortValue: 0}}
+}
+
+// ApplyInboundPassthroughFamily sets the source addresses of
+// InboundPassthroughClusterIpv4 by the proxy's IP mode, as Istio does
+// whatever ISTIO_DUAL_STACK says: 127.0.0.6, ::6 for an IPv6-only proxy,
+// and for a dual-stack one 127.0.0.6 with ::6 as the extra address Envoy
+// picks for IPv6 destinations (a socket cannot bind to one family and
+// connect to the other).
+func ApplyInboundPassthroughFamily(c *clusterv3.Cluster, mode model.IPMode) {
+	src := inboundBindIPv4
+	if mode == model.IPv6 {
+		src = inboundBindIPv6
+	}
+	c.UpstreamBindConfig = &core.BindConfig{SourceAddress: bindAddress(src)}
+	if mode == model.Dual {
+		c.UpstreamBindConfig.ExtraSourceAddresses = []*core.ExtraSourceAddress{{Address: bindAddress(inboundBindIPv6)}}
+	}
+}
+
+// ApplyInboundFamily sets the source address of an inbound cluster that has
+// one (see ApplyInboundEndpoint) by the proxy's IP mode, as Istio's
+// passThroughBindIPs: ::6 for an IPv6-only proxy, 127.0.0.6 otherwise, and
+// ::6 as an extra address for a dual-stack proxy only under dualStack
+// (ISTIO_DUAL_STACK).
+func ApplyInboundFamily(c *clusterv3.Cluster, mode model.IPMode, dualStack bool) {
+	if c.UpstreamBindConfig == nil {
+		return
+	}
+	switch {
+	case mode == model.IPv6:
+		c.UpstreamBindConfig = &core.BindConfig{SourceAddress: bindAddress(inboundBindIPv6)}
+	case mode == model.Dual && dualStack:
+		c.UpstreamBindConfig = &core.BindConfig{SourceAddress: bindAddress(inboundBindIPv4),
+			ExtraSourceAddresses: []*core.ExtraSourceAddress{{Address: bindAddress(inboundBindIPv6)}}}
+	}
 }
 
 // BuildInboundPassthrough forwards inbound traffic for ports no service declares.

@@ -13,6 +13,7 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
@@ -402,4 +403,16 @@ func withMeshDefaults(m *meshconfig.MeshConfig, pol *networking.TrafficPolicy) *
 // clusters without a DestinationRule through their connection pool.
 func meshPoolSettings(m *meshconfig.MeshConfig) bool {
 	return m.GetDefaultTrafficPolicy().GetConnectionPool() != nil || m.GetTcpKeepalive() != nil
+}
+
+// redisMaglev makes a Redis port's cluster balance by MAGLEV when the
+// Redis proxy shards on the client side (PILOT_ENABLE_REDIS_FILTER),
+// whatever the rule's load balancer says, as Istio does, and tells whether
+// it did.
+func redisMaglev(c *clusterv3.Cluster, port *model.Port, on bool) bool {
+	if !on || port.Protocol != protocol.Redis {
+		return false
+	}
+	c.LbPolicy = clusterv3.Cluster_MAGLEV
+	return true
 }

@@ -104,7 +104,9 @@ func BuildGateway(o GatewayOptions) []*listenerv3.Listener {
 			o.problem("listener " + name + " omitted: none of its servers has a route")
 			continue
 		}
-		out = append(out, gatewayListener(name, p.bind, p.port, p.chains))
+		l := gatewayListener(name, p.bind, p.port, p.chains)
+		l.PerConnectionBufferLimitBytes = PerConnectionBufferLimit(o.ConnectionSettings)
+		out = append(out, l)
 	}
 	o.withTCPStats(out...)
 	return out

@@ -62,7 +62,7 @@ func connectionManager(statPrefix string, d telemetry.Direction, o Options) *hcm
 			rid = uuidNoSampling()
 		}
 	}
-	return &hcm.HttpConnectionManager{
+	m := &hcm.HttpConnectionManager{
 		StatPrefix:                   statPrefix,
 		HttpFilters:                  httpFilters(d, o.InboundHTTPPolicy, stats),
 		Tracing:                      o.tracing(),
@@ -75,6 +75,12 @@ func connectionManager(statPrefix string, d telemetry.Direction, o Options) *hcm
 		PathWithEscapedSlashesAction: hcm.HttpConnectionManager_KEEP_UNCHANGED,
 		RequestIdExtension:           &hcm.RequestIDExtension{TypedConfig: rid},
 	}
+	if o.IdleTimeout != nil {
+		// the proxy's IDLE_TIMEOUT, as Istio sets it on every HCM
+		m.CommonHttpProtocolOptions = &core.HttpProtocolOptions{IdleTimeout: o.IdleTimeout}
+	}
+	applyConnectionSettings(m, o.ConnectionSettings)
+	return m
 }
 
 func hcmFilter(m *hcm.HttpConnectionManager) *listenerv3.Filter {

@@ -8,12 +8,15 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	origsrc "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_src/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config/protocol"
@@ -28,16 +31,24 @@ import (
 // inspector sees HTTP.
 func virtualInbound(o Options) *listenerv3.Listener {
 	l := &listenerv3.Listener{
-		Name:             VirtualInbound,
-		Address:          address(wildcard, InboundPort),
-		TrafficDirection: core.TrafficDirection_INBOUND,
+		Name:                VirtualInbound,
+		Address:             address(o.wildcards()[0], InboundPort),
+		AdditionalAddresses: o.virtualAddresses(InboundPort, false),
+		Transparent:         o.transparent(),
+		TrafficDirection:    core.TrafficDirection_INBOUND,
 		ListenerFilters: []*listenerv3.ListenerFilter{
 			{Name: "envoy.filters.listener.original_dst", ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: originalDstConfig()}},
 		},
 		AccessLog:                            o.noRouteLogs(),
 		MaxConnectionsToAcceptPerSocketEvent: wrapperspb.UInt32(1),
 	}
-	sniffing(l)
+	if o.Transparent {
+		// under TPROXY the application sees the client's own address:
+		// the connection to it is made from that address, marked so the
+		// proxy's routing rules send the reply back through it
+		l.ListenerFilters = append(l.ListenerFilters, originalSrc())
+	}
+	o.inboundSniffing(l)
 	l.FilterChains = append(l.FilterChains, loopGuard(VirtualInbound, InboundPort, metadataExchange()))
 	passthrough := cluster.InboundPassthrough
 	ports := append([]InboundTarget(nil), o.Inbound...)
@@ -72,7 +83,7 @@ func virtualInbound(o Options) *listenerv3.Listener {
 // Sidecar ingress listener, "0.0.0.0_9080" for a service's port); chains of
 // a Sidecar ingress listener carry the Sidecar in their metadata.
 func (o Options) targetChains(p InboundTarget) []*listenerv3.FilterChain {
-	name := p.bindAddress() + "_" + strconv.Itoa(p.Port)
+	name := p.bindAddress(o) + "_" + strconv.Itoa(p.Port)
 	c := cluster.SubsetKey(cluster.Inbound, "", "", p.Port)
 	op := ""
 	if len(p.Services) > 0 {
@@ -134,7 +145,8 @@ func (o Options) inboundChains(name string, port *wrapperspb.UInt32Value, proto 
 func inboundHTTP(statPrefix, routeName, clusterName, vhost, operation string, proto protocol.Instance, o Options) func() *listenerv3.Filter {
 	return func() *listenerv3.Filter {
 		m := connectionManager(statPrefix, telemetry.Inbound, o)
-		if proto.IsHTTP2() {
+		if proto.IsHTTP2() && m.Http2ProtocolOptions == nil {
+			// connectionSettings may have set HTTP/2 options already
 			m.Http2ProtocolOptions = &core.Http2ProtocolOptions{}
 		}
 		// a gRPC call is not retried (Istio leaves the retry out)
@@ -185,3 +197,14 @@ func (o Options) inboundTLS() authn.InboundTLS {
 
 // inboundTLSByDomain memoises inboundTLS by trust domain.
 var inboundTLSByDomain sync.Map // string -> authn.InboundTLS
+
+// originalSrcConfig marks connections with 1337, the mark Istio's TPROXY
+// rules route back through the proxy (shared: never modified).
+var originalSrcConfig = protoconv.Constant(func() proto.Message { return &origsrc.OriginalSrc{Mark: 1337} })
+
+// originalSrc makes the connection to the application come from the
+// client's address (TPROXY).
+func originalSrc() *listenerv3.ListenerFilter {
+	return &listenerv3.ListenerFilter{Name: "envoy.filters.listener.original_src",
+		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: originalSrcConfig()}}
+}

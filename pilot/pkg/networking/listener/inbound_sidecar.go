@@ -20,12 +20,13 @@ import (
 )
 
 // bindAddress is the address a target's chains are named after (and its
-// own listener binds to): the Sidecar ingress bind, else the wildcard.
-func (t InboundTarget) bindAddress() string {
+// own listener binds to): the Sidecar ingress bind, else the proxy's first
+// wildcard (:: for an IPv6-only proxy).
+func (t InboundTarget) bindAddress(o Options) string {
 	if t.Bind != "" {
 		return t.Bind
 	}
-	return wildcard
+	return o.wildcards()[0]
 }
 
 // BuildInboundListeners are the proxy's inbound listeners: virtualInbound
@@ -64,15 +65,15 @@ func BuildInboundListeners(o Options) []*listenerv3.Listener {
 func boundInbound(t InboundTarget, o Options) *listenerv3.Listener {
 	chains := o.targetChains(t)
 	l := &listenerv3.Listener{
-		Name:                                 t.bindAddress() + "_" + strconv.Itoa(t.Port),
-		Address:                              address(t.bindAddress(), t.Port),
+		Name:                                 t.bindAddress(o) + "_" + strconv.Itoa(t.Port),
+		Address:                              address(t.bindAddress(o), t.Port),
 		TrafficDirection:                     core.TrafficDirection_INBOUND,
 		FilterChains:                         chains,
 		ListenerFilters:                      chainInspectors(chains),
 		AccessLog:                            o.noRouteLogs(),
 		MaxConnectionsToAcceptPerSocketEvent: wrapperspb.UInt32(1),
 	}
-	sniffing(l)
+	o.inboundSniffing(l)
 	return l
 }
 

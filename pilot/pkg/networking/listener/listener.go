@@ -11,6 +11,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
@@ -67,6 +68,24 @@ type Options struct {
 	// (INTERCEPTION_MODE NONE), so there is no virtualInbound or
 	// virtualOutbound and its listeners bind to their ports.
 	NoRedirect bool
+	// Transparent: the proxy's traffic is redirected by TPROXY
+	// (INTERCEPTION_MODE TPROXY), so its virtual listeners are
+	// transparent and virtualInbound restores the client's address.
+	Transparent bool
+	// Wildcards are the proxy's wildcard addresses by IP mode: 0.0.0.0,
+	// :: for an IPv6-only proxy, both for a dual-stack one (nil: 0.0.0.0).
+	// The virtual listeners and the chains of service ports take the first.
+	Wildcards []string
+	// DualStack is ISTIO_DUAL_STACK: the virtual listeners of a dual-stack
+	// proxy also listen on its other wildcard.
+	DualStack bool
+	// IPv4OutboundForIPv6 is ISTIO_ENABLE_IPV4_OUTBOUND_LISTENER_FOR_IPV6_CLUSTERS:
+	// the virtualOutbound of an IPv6-only proxy also listens on 0.0.0.0.
+	IPv4OutboundForIPv6 bool
+	// ConnectionSettings are the proxy's resolved ProxyConfig
+	// connectionSettings (ResolveConnectionSettings; nil: none), applied
+	// last to every HTTP connection manager, and to gateway listeners.
+	ConnectionSettings *meshconfig.ProxyConfig_ConnectionSettings
 	// Egress are the Sidecar's egress listeners when one of them sets a
 	// port, a bind or a capture mode, or the proxy does not redirect (nil:
 	// every service the sidecar sees is built the same way).
@@ -78,8 +97,9 @@ type Options struct {
 	CanBind func(bindToPort bool, bind string, port int, p protocol.Instance) bool
 
 	// ProtocolDetectionTimeout is the mesh's protocolDetectionTimeout:
-	// how long an outbound listener's HTTP inspector may wait for the
-	// first bytes (nil: 0s, no limit, the mesh default).
+	// how long the listener filters of an outbound listener with an HTTP
+	// inspector, and of every inbound listener, may wait for the first
+	// bytes (nil: 0s, no limit, the mesh default).
 	ProtocolDetectionTimeout *durationpb.Duration
 
 	// Instances are the addresses of each endpoint of a service's port
@@ -96,6 +116,11 @@ type Options struct {
 	// each TCP port goes to its own cluster).
 	VirtualServices []*config.Config
 	TCP             TCPRouting
+
+	// IdleTimeout is the proxy's IDLE_TIMEOUT (nil: none): the idle
+	// timeout of its TCP proxies where no DestinationRule sets one, and of
+	// its HTTP connection managers' connections.
+	IdleTimeout *durationpb.Duration
 
 	// dir is the Telemetry of the direction being built
 	dir *Telemetry
@@ -132,17 +157,21 @@ func (o Options) tracing() *hcm.HttpConnectionManager_Tracing {
 }
 
 // withTCPStats puts the side's TCP stats filters right before the TCP proxy
-// of every chain of the listeners.
+// of every chain of the listeners (before the protocol filters that come
+// with it: mongo_proxy, mysql_proxy, or redis_proxy in its place).
 func (o Options) withTCPStats(ls ...*listenerv3.Listener) {
 	if o.dir == nil || len(o.dir.TCPStats) == 0 {
 		return
 	}
 	add := func(fc *listenerv3.FilterChain) {
-		if fc == nil || len(fc.Filters) == 0 || fc.Filters[len(fc.Filters)-1].Name != "envoy.filters.network.tcp_proxy" {
+		if fc == nil || len(fc.Filters) == 0 || !isProtocolStack(fc.Filters[len(fc.Filters)-1].Name) {
 			return
 		}
 		n := len(fc.Filters) - 1
-		fs := append(append(append([]*listenerv3.Filter{}, fc.Filters[:n]...), o.dir.TCPStats...), fc.Filters[n])
+		for n > 0 && isProtocolStack(fc.Filters[n-1].Name) {
+			n--
+		}
+		fs := append(append(append([]*listenerv3.Filter{}, fc.Filters[:n]...), o.dir.TCPStats...), fc.Filters[n:]...)
 		fc.Filters = fs
 	}
 	for _, l := range ls {
@@ -268,7 +297,8 @@ func address(ip string, port int) *core.Address {
 
 // tcpProxy sends a connection to a cluster; withLog adds the mesh's access log.
 func tcpProxy(clusterName string, o Options, withLog bool) *listenerv3.Filter {
-	tp := &tcpproxy.TcpProxy{StatPrefix: clusterName, ClusterSpecifier: &tcpproxy.TcpProxy_Cluster{Cluster: clusterName}}
+	tp := &tcpproxy.TcpProxy{StatPrefix: clusterName, ClusterSpecifier: &tcpproxy.TcpProxy_Cluster{Cluster: clusterName},
+		IdleTimeout: o.IdleTimeout}
 	if withLog {
 		tp.AccessLog = o.accessLogs()
 	}
@@ -304,4 +334,71 @@ func (o Options) fallbackCluster() string {
 func sniffing(l *listenerv3.Listener) {
 	l.ListenerFiltersTimeout = durationpb.New(0)
 	l.ContinueOnListenerFiltersTimeout = true
+}
+
+// inboundSniffing is sniffing with the mesh's protocolDetectionTimeout,
+// which Istio puts on every inbound listener, whatever its inspectors.
+func (o Options) inboundSniffing(l *listenerv3.Listener) {
+	sniffing(l)
+	if o.ProtocolDetectionTimeout != nil {
+		l.ListenerFiltersTimeout = durationpb.New(o.ProtocolDetectionTimeout.AsDuration())
+	}
+}
+
+// wildcards are the proxy's wildcard addresses, the first one primary.
+func (o Options) wildcards() []string {
+	if len(o.Wildcards) == 0 {
+		return []string{wildcard}
+	}
+	return o.Wildcards
+}
+
+// transparent is the listener's transparent flag: set, to true, only for a
+// TPROXY proxy.
+func (o Options) transparent() *wrapperspb.BoolValue {
+	if o.Transparent {
+		return wrapperspb.Bool(true)
+	}
+	return nil
+}
+
+// virtualAddresses are the additional addresses of a virtual listener on
+// port: the other wildcards of a dual-stack proxy under ISTIO_DUAL_STACK
+// and, when ipv4ForIPv6 (virtualOutbound only), 0.0.0.0 for an IPv6-only
+// proxy under its own flag.
+func (o Options) virtualAddresses(port int, ipv4ForIPv6 bool) []*listenerv3.AdditionalAddress {
+	ws := o.wildcards()
+	var extra []string
+	switch {
+	case o.DualStack && len(ws) > 1:
+		extra = ws[1:]
+	case ipv4ForIPv6 && o.IPv4OutboundForIPv6 && len(ws) == 1 && ws[0] == "::":
+		extra = []string{wildcard}
+	}
+	return additionalAddresses(extra, port)
+}
+
+// wildcardBind is where a redirected outbound listener that egress
+// entries key on the wildcard (0.0.0.0) listens: the proxy's first
+// wildcard (:: for an IPv6-only proxy), with the others as additional
+// addresses, as Istio binds such listeners to all of the proxy's wildcards
+// (ISTIO_DUAL_STACK or not). Other binds, and listeners that bind to their
+// port, are left as they are.
+func (o Options) wildcardBind(bind string, bindToPort bool, port int) (string, []*listenerv3.AdditionalAddress) {
+	if bindToPort || bind != wildcard {
+		return bind, nil
+	}
+	ws := o.wildcards()
+	return ws[0], additionalAddresses(ws[1:], port)
+}
+
+// additionalAddresses are the extra addresses of a listener on port.
+func additionalAddresses(ips []string, port int) []*listenerv3.AdditionalAddress {
+	var out []*listenerv3.AdditionalAddress
+	for _, ip := range ips {
+		if ip != "" {
+			out = append(out, &listenerv3.AdditionalAddress{Address: address(ip, port)})
+		}
+	}
+	return out
 }

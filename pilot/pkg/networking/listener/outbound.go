@@ -51,10 +51,12 @@ func tlsInspector() *listenerv3.ListenerFilter {
 // takes goes to the passthrough (ALLOW_ANY) or black hole (REGISTRY_ONLY).
 func virtualOutbound(o Options) *listenerv3.Listener {
 	return &listenerv3.Listener{
-		Name:             VirtualOutbound,
-		Address:          address(wildcard, OutboundPort),
-		TrafficDirection: core.TrafficDirection_OUTBOUND,
-		UseOriginalDst:   wrapperspb.Bool(true),
+		Name:                VirtualOutbound,
+		Address:             address(o.wildcards()[0], OutboundPort),
+		AdditionalAddresses: o.virtualAddresses(OutboundPort, true),
+		Transparent:         o.transparent(),
+		TrafficDirection:    core.TrafficDirection_OUTBOUND,
+		UseOriginalDst:      wrapperspb.Bool(true),
 		FilterChains: []*listenerv3.FilterChain{
 			loopGuard(VirtualOutbound, OutboundPort),
 			{Name: VirtualOutbound + "-catchall-tcp", Filters: []*listenerv3.Filter{tcpProxy(o.fallbackCluster(), o, true)}},

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
@@ -73,24 +72,44 @@ type egressChain struct {
 	// config is the path of the VirtualService the chain comes from,
 	// recorded in its metadata ("": none)
 	config string
+	// stack is the protocol of the listener port the chain was built for:
+	// Mongo, Redis and MySQL put their own filters around the TCP proxy
+	// (outbound_protocols.go)
+	stack protocol.Instance
+	// tunnel is the DestinationRule's tunnel for the chain's destination
+	// (nil: none)
+	tunnel *tcpproxy.TcpProxy_TunnelingConfig
 }
 
+// matchAll: the chain matches every connection; a server name "*" matches
+// any name, as in Istio.
 func (c *egressChain) matchAll() bool {
-	return len(c.sni) == 0 && len(c.alpn) == 0 && c.transport == "" && len(c.cidr) == 0
+	return (len(c.sni) == 0 || slices.Contains(c.sni, "*")) && len(c.alpn) == 0 && c.transport == "" && len(c.cidr) == 0
 }
 
-// conflicts: two chains that match the same connections.
+// conflicts: two chains that match the same connections (server names in
+// any order, "*" left out, as Istio compares them).
 func (c *egressChain) conflicts(o *egressChain) bool {
-	return c.transport == o.transport && slices.Equal(c.alpn, o.alpn) && slices.Equal(c.sni, o.sni) &&
+	return c.transport == o.transport && slices.Equal(c.alpn, o.alpn) && slices.Equal(sniSet(c.sni), sniSet(o.sni)) &&
 		slices.Equal(maskedCIDRs(c.cidr), maskedCIDRs(o.cidr))
 }
 
+// sniSet are the server names sorted and without duplicates or "*".
+func sniSet(sni []string) []string {
+	out := slices.DeleteFunc(slices.Clone(sni), func(s string) bool { return s == "*" })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // maskedCIDRs are the networks of CIDRs, sorted: 10.0.1.0/16 and
-// 10.0.2.0/16 match the same destinations.
+// 10.0.2.0/16 match the same destinations; the unspecified address
+// matches anything and counts as no CIDR, as in Istio.
 func maskedCIDRs(cidrs []string) []string {
 	out := make([]string, 0, len(cidrs))
 	for _, c := range cidrs {
-		if p, err := netip.ParsePrefix(c); err == nil {
+		// an address alone is its own /32 (or /128), as in Istio
+		if r := cidrRange(c); r != nil && r.AddressPrefix != wildcard {
+			p := netip.PrefixFrom(netip.MustParseAddr(r.AddressPrefix), int(r.PrefixLen.GetValue()))
 			out = append(out, p.Masked().String())
 		}
 	}
@@ -300,12 +319,12 @@ func (a egressAdd) httpChain() *egressChain {
 	return hc
 }
 
-// tcpChain are the TCP chains of the service port: TLS ports (routed by
-// SNI, not by tcp routes) get their own cluster, the others those of the
-// VirtualServices' tcp routes (outbound_tcp_routes.go).
+// tcpChain are the TCP chains of the service port: TLS and HTTPS ports
+// take the VirtualServices' tls routes (outbound_tls_routes.go), the
+// others their tcp routes (outbound_tcp_routes.go).
 func (a egressAdd) tcpChain(o Options) []*egressChain {
 	if a.proto.IsTLS() {
-		return []*egressChain{a.defaultTCPChain(o)}
+		return a.tlsChains(o)
 	}
 	return a.tcpChains(o)
 }
@@ -331,11 +350,13 @@ func (en *egressEntry) merge(chains ...*egressChain) {
 // that matches everything is the default chain (the only chain when it is
 // alone); otherwise the passthrough takes what no chain matches.
 func (en *egressEntry) build(o Options) *listenerv3.Listener {
-	name := en.bind + "_" + strconv.Itoa(en.port)
+	bind, extra := o.wildcardBind(en.bind, en.bindToPort, en.port)
+	name := bind + "_" + strconv.Itoa(en.port)
 	l := &listenerv3.Listener{
-		Name:             name,
-		Address:          egressAddress(en.bind, en.port),
-		TrafficDirection: core.TrafficDirection_OUTBOUND,
+		Name:                name,
+		Address:             egressAddress(bind, en.port),
+		AdditionalAddresses: extra,
+		TrafficDirection:    core.TrafficDirection_OUTBOUND,
 	}
 	if en.bindToPort {
 		l.MaxConnectionsToAcceptPerSocketEvent = wrapperspb.UInt32(1)
@@ -364,8 +385,7 @@ func (en *egressEntry) build(o Options) *listenerv3.Listener {
 		if c.http {
 			fc.Filters = []*listenerv3.Filter{outboundHTTP("outbound_"+name+";", c.rds, o)}
 		} else {
-			fc.Filters = []*listenerv3.Filter{{Name: "envoy.filters.network.tcp_proxy",
-				ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(tcpChainProxy(c, o))}}}
+			fc.Filters = tcpChainFilters(c, o)
 		}
 		if c.config != "" {
 			fc.Metadata = configMetadata(c.config)
@@ -375,7 +395,7 @@ func (en *egressEntry) build(o Options) *listenerv3.Listener {
 			continue
 		}
 		fc.FilterChainMatch = &listenerv3.FilterChainMatch{TransportProtocol: c.transport, ApplicationProtocols: c.alpn}
-		if len(c.sni) > 0 {
+		if len(c.sni) > 0 && !slices.Contains(c.sni, "*") {
 			fc.FilterChainMatch.ServerNames = slices.Sorted(slices.Values(c.sni))
 		}
 		for _, d := range slices.Sorted(slices.Values(c.cidr)) {

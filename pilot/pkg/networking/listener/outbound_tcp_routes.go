@@ -1,7 +1,6 @@
 package listener
 
 import (
-	"google.golang.org/protobuf/types/known/durationpb"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +33,9 @@ type TCPRouting struct {
 	// StatName is the mesh's outboundClusterStatName: the pattern of the
 	// stat prefix of chains to one cluster ("": the cluster's name).
 	StatName string
+	// Protocols are the Mongo, Redis and MySQL filter switches (zero:
+	// Istio's defaults).
+	Protocols ProtocolFilters
 }
 
 func (t TCPRouting) service(host string) *model.Service {
@@ -112,8 +114,8 @@ func (a egressAdd) defaultTCPChain(o Options) *egressChain {
 	}
 	dr := o.TCP.rule(a.svc.Hostname)
 	tc := &egressChain{cluster: cluster.SubsetKey(cluster.Outbound, "", a.svc.Hostname, cp), cidr: a.cidr,
-		hashSourceIP: useSourceIP(dr, "")}
-	tc.idle, tc.maxDuration = tcpPoolTimeouts(dr)
+		hashSourceIP: useSourceIP(dr, ""), stack: a.proto, tunnel: tunnelConfig(dr, "")}
+	tc.idle, tc.maxDuration = o.tcpTimeouts(dr)
 	if o.TCP.StatName != "" {
 		// Istio knows only the number of the port here
 		tc.statPrefix = statPrefix(o.TCP.StatName, a.svc.Hostname, "", cp, "", a.svc)
@@ -135,14 +137,15 @@ func (a egressAdd) routeChain(vs *config.Config, routes []*networking.RouteDesti
 	if svc != nil {
 		dr = o.TCP.rule(svc.Hostname)
 	}
-	c := &egressChain{cidr: cidr}
-	c.idle, c.maxDuration = tcpPoolTimeouts(dr)
+	c := &egressChain{cidr: cidr, stack: a.proto}
+	c.idle, c.maxDuration = o.tcpTimeouts(dr)
 	if named {
 		c.config = virtualServicePath(vs)
 	}
 	if len(routes) == 1 {
 		c.cluster = destinationCluster(first, svc, a.port)
 		c.hashSourceIP = useSourceIP(dr, first.GetSubset())
+		c.tunnel = tunnelConfig(dr, first.GetSubset())
 		if o.TCP.StatName != "" && svc != nil {
 			// the listener's port, not the destination's, as in Istio
 			c.statPrefix = statPrefix(o.TCP.StatName, first.GetHost(), first.GetSubset(), a.port, a.portName, svc)
@@ -163,6 +166,9 @@ func (a egressAdd) routeChain(vs *config.Config, routes []*networking.RouteDesti
 		c.cluster, c.statPrefix = destinationCluster(first, svc, a.port), ""
 	}
 	c.hashSourceIP = useSourceIP(dr, "")
+	// the tunnel is set on the listener, not on a cluster: weighted
+	// clusters take the rule's own, whatever their subsets, as in Istio
+	c.tunnel = tunnelConfig(dr, "")
 	return c
 }
 
@@ -228,29 +234,36 @@ func tcpMatchApplies(m *networking.L4MatchAttributes, t TCPRouting, port int) bo
 	if m == nil {
 		return true
 	}
-	if len(m.GetGateways()) > 0 && !slices.Contains(m.GetGateways(), "mesh") {
+	return t.staticMatch(m.GetGateways(), m.GetSourceLabels(), m.GetPort(), m.GetSourceNamespace(), port)
+}
+
+// staticMatch checks the predicates of a tcp or tls match that hold for
+// every connection of the proxy on the port: the gateways (the mesh's),
+// sourceLabels, port and sourceNamespace.
+func (t TCPRouting) staticMatch(gateways []string, labels map[string]string, matchPort uint32, namespace string, port int) bool {
+	if len(gateways) > 0 && !slices.Contains(gateways, "mesh") {
 		return false
 	}
-	for k, v := range m.GetSourceLabels() {
+	for k, v := range labels {
 		if got, ok := t.Labels[k]; !ok || got != v {
 			return false
 		}
 	}
-	if m.GetPort() != 0 && m.GetPort() != uint32(port) {
+	if matchPort != 0 && matchPort != uint32(port) {
 		return false
 	}
-	return m.GetSourceNamespace() == "" || m.GetSourceNamespace() == t.Namespace
+	return namespace == "" || namespace == t.Namespace
 }
 
 // withTCPRoutesOnly keeps, in o and a copy of its egress listeners, only
-// the VirtualServices with tcp routes: the others never change a TCP chain,
-// and most meshes have many HTTP VirtualServices and few TCP ones, so each
-// TCP port then scans only those.
+// the VirtualServices with tcp or tls routes: the others never change a
+// TCP chain, and most meshes have many HTTP VirtualServices and few TCP
+// ones, so each TCP port then scans only those.
 func (o Options) withTCPRoutesOnly() Options {
 	keep := func(vss []*config.Config) []*config.Config {
 		var out []*config.Config
 		for _, vs := range vss {
-			if spec, ok := vs.Spec.(*networking.VirtualService); ok && len(spec.GetTcp()) > 0 {
+			if spec, ok := vs.Spec.(*networking.VirtualService); ok && hasL4Routes(spec) {
 				out = append(out, vs)
 			}
 		}
@@ -274,8 +287,9 @@ func hostVirtualServices(vss []*config.Config, hostname string) []*config.Config
 	var out []*config.Config
 	for _, vs := range vss {
 		spec, ok := vs.Spec.(*networking.VirtualService)
-		if !ok || len(spec.GetTcp()) == 0 {
-			// only tcp routes matter here; skipping the rest changes no order
+		if !ok || !hasL4Routes(spec) {
+			// only tcp and tls routes matter here; skipping the rest
+			// changes no order
 			continue
 		}
 		if slices.ContainsFunc(spec.GetHosts(), func(h string) bool { return hostsOverlap(h, hostname) }) {
@@ -300,37 +314,12 @@ func hostsOverlap(a, b string) bool {
 	return sub(a, b) || sub(b, a)
 }
 
+// hasL4Routes: the VirtualService has tcp or tls routes.
+func hasL4Routes(vs *networking.VirtualService) bool {
+	return len(vs.GetTcp()) > 0 || len(vs.GetTls()) > 0
+}
+
 // virtualServicePath is how chain metadata names a VirtualService.
 func virtualServicePath(vs *config.Config) string {
 	return "/apis/" + vs.GroupVersionKind.GroupVersion() + "/namespaces/" + vs.Namespace + "/virtual-service/" + vs.Name
-}
-
-// tcpChainProxy renders a TCP chain's proxy with the side's access log.
-func tcpChainProxy(c *egressChain, o Options) *tcpproxy.TcpProxy {
-	stat := c.statPrefix
-	if stat == "" {
-		stat = c.cluster
-	}
-	tp := &tcpproxy.TcpProxy{StatPrefix: stat, ClusterSpecifier: &tcpproxy.TcpProxy_Cluster{Cluster: c.cluster}}
-	if len(c.weighted) > 0 {
-		tp = &tcpproxy.TcpProxy{StatPrefix: stat, ClusterSpecifier: &tcpproxy.TcpProxy_WeightedClusters{
-			WeightedClusters: &tcpproxy.TcpProxy_WeightedCluster{Clusters: c.weighted}}}
-	}
-	if c.hashSourceIP {
-		tp.HashPolicy = sourceIPHash()
-	}
-	tp.IdleTimeout, tp.MaxDownstreamConnectionDuration = c.idle, c.maxDuration
-	tp.AccessLog = o.accessLogs()
-	return tp
-}
-
-// tcpPoolTimeouts are the idle timeout and maximum connection duration of
-// a TCP proxy to a DestinationRule's host: its top-level tcp pool's, as
-// Istio reads them (port-level and subset pools are not looked at there).
-// Istio falls back to the proxy's IDLE_TIMEOUT metadata; outbound
-// listeners here are shared by the proxies of a scope, so that per-proxy
-// setting is not applied.
-func tcpPoolTimeouts(dr *networking.DestinationRule) (idle, maxDuration *durationpb.Duration) {
-	tcp := dr.GetTrafficPolicy().GetConnectionPool().GetTcp()
-	return tcp.GetIdleTimeout(), tcp.GetMaxConnectionDuration()
 }

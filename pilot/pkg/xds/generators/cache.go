@@ -17,7 +17,9 @@ import (
 // builds without reading or writing it. Each entry also carries the
 // version of the input it was built from beyond the snapshot (the endpoint
 // index version for load assignments, 0 otherwise): a different version is
-// a miss, and an older build never replaces a newer one.
+// a miss, and an older build never replaces a newer one. A cache may carry
+// entries over from one snapshot to the next when the changes between them
+// cannot have changed those entries (see carry).
 type snapshotCache[K comparable] struct {
 	mu      sync.Mutex
 	seq     uint64 // of the snapshot the entries belong to
@@ -28,7 +30,15 @@ type snapshotCache[K comparable] struct {
 	// scope all miss at once, and each copy of a route configuration under
 	// construction is megabytes of protos)
 	building map[K]*cacheBuild
+	// prev are the entries of the snapshot before, when a carry function
+	// allowed the current one to take them over (on first use), until the
+	// next snapshot.
+	prev map[K]cacheEntry
 }
+
+// carryFunc tells whether the snapshot push may take over the entries of
+// the one numbered prevSeq.
+type carryFunc func(push *model.PushContext, prevSeq uint64) bool
 
 type cacheEntry struct {
 	version uint64
@@ -44,10 +54,22 @@ type cacheBuild struct {
 // get returns the resources cached for key at version under push, building
 // them on a miss. The returned value is shared: callers must not modify it.
 func (c *snapshotCache[K]) get(push *model.PushContext, key K, version uint64, build func() xds.Generated) xds.Generated {
+	return c.getCarried(push, key, version, nil, build)
+}
+
+// getCarried is get for a cache whose entries a newer snapshot may take
+// over from the one before when carry says so (nil: never).
+func (c *snapshotCache[K]) getCarried(push *model.PushContext, key K, version uint64, carry carryFunc, build func() xds.Generated) xds.Generated {
 	seq := push.Seq()
 	c.mu.Lock()
 	switch {
 	case c.entries == nil || seq > c.seq:
+		// only the last snapshot's entries: what it did not take over from
+		// its own predecessor was not needed under it
+		c.prev = nil
+		if carry != nil && c.entries != nil && carry(push, c.seq) {
+			c.prev = c.entries
+		}
 		c.seq = seq
 		c.entries = map[K]cacheEntry{}
 		c.building = map[K]*cacheBuild{}
@@ -56,6 +78,11 @@ func (c *snapshotCache[K]) get(push *model.PushContext, key K, version uint64, b
 		return build()
 	}
 	if e, ok := c.entries[key]; ok && e.version == version {
+		c.mu.Unlock()
+		return e.res
+	}
+	if e, ok := c.prev[key]; ok && e.version == version {
+		c.entries[key] = e
 		c.mu.Unlock()
 		return e.res
 	}
@@ -98,8 +125,13 @@ type cacheKey struct {
 
 // edsKey keys a load assignment.
 type edsKey struct {
-	cluster  string
-	scope    string // the proxy's sidecar scope: it decides service visibility
+	cluster string
+	// svc is the service the proxy's sidecar scope resolves the cluster's
+	// host to. It stands for the scope: an assignment depends on the scope
+	// only through the service (and rule) it picks, so proxies of every
+	// namespace that see the same service share one assignment (a scope
+	// that trims a service's ports sees a service of its own).
+	svc      *model.Service
 	rule     *model.ConsolidatedDestRule
 	network  string
 	locality string

@@ -15,7 +15,7 @@ import (
 // endpoints is the sidecar EDS generator: one load assignment per watched
 // outbound cluster. An assignment depends on the proxy only through what
 // its sidecar scope sees (service, destination rule), its network and its
-// locality, so proxies that share those share it (see edsCache).
+// locality, so proxies that share those share it (see edsKey).
 func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
 	names := w.Names()
@@ -48,7 +48,7 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 			eps = mtlsOnly(eps)
 		}
 		dr := destinationRule(push, proxy, svc)
-		key := edsKey{cluster: name, scope: scopeID(push, proxy), rule: dr, network: proxyNetwork(proxy), locality: proxy.Locality}
+		key := edsKey{cluster: name, svc: svc, rule: dr, network: proxyNetwork(proxy), locality: proxy.Locality}
 		out.Append(g.eds.get(push, key, version, func() xds.Generated {
 			la := loadAssignmentFor(push, proxy, dr.Rule(), svc, p, subset, name, eps)
 			return toResources(xds.EndpointType, []*loadAssignment{la}, clusterNameOf)
@@ -93,6 +93,19 @@ func (g *SidecarGenerators) orderedEndpoints(svc *model.Service) ([]*model.Istio
 		return nil, 0
 	}
 	return shards.Ordered()
+}
+
+// endpointsVersion is the version orderedEndpoints would return, without
+// building the list.
+func (g *SidecarGenerators) endpointsVersion(svc *model.Service) uint64 {
+	if g.Endpoints == nil {
+		return 0
+	}
+	shards, ok := g.Endpoints.ShardsFor(svc.Hostname, svc.Attributes.Namespace)
+	if !ok {
+		return 0
+	}
+	return shards.Version()
 }
 
 func portEndpoints(eps []*model.IstioEndpoint, p *model.Port) []*model.IstioEndpoint {

@@ -19,6 +19,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
 	"github.com/meshplane/istiod/pilot/pkg/config/memory"
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
 	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/aggregate"
 	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/serviceentry"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
@@ -41,6 +42,10 @@ type goldenCase struct {
 	meta map[string]any
 	// sidecarIngressTLS turns on ENABLE_TLS_ON_SIDECAR_INGRESS
 	sidecarIngressTLS bool
+	// protocols are the PILOT_ENABLE_{MONGO,REDIS,MYSQL}_FILTER switches
+	protocols listener.ProtocolFilters
+	// dualStack turns on ISTIO_DUAL_STACK
+	dualStack bool
 }
 
 var goldenCases = []goldenCase{
@@ -93,7 +98,49 @@ var goldenCases = []goldenCase{
 				OutlierDetection: &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(7)},
 			}
 		}},
+	// Interception, IP modes and protocol detection: see the case files.
+	{name: "sidecar-tproxy", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
+		meta: map[string]any{"INTERCEPTION_MODE": "TPROXY"}},
+	{name: "sidecar-dual-stack", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
+		meta: map[string]any{"INSTANCE_IPS": "10.1.0.9,fd00::9"}, dualStack: true},
+	{name: "sidecar-ipv6", nodeID: "sidecar~fd00::9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"}},
+	{name: "sidecar-detection-timeout", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
+		mesh: func(m *meshconfig.MeshConfig) { m.ProtocolDetectionTimeout = durationpb.New(5 * time.Second) }},
+	// ProxyConfig connectionSettings: the mesh's on a sidecar, a gateway's
+	// own EDGE profile (its PROXY_CONFIG wins over the mesh's).
+	{name: "sidecar-connection-settings", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
+		mesh: func(m *meshconfig.MeshConfig) {
+			m.DefaultConfig.ConnectionSettings = &meshconfig.ProxyConfig_ConnectionSettings{Profile: meshconfig.ProxyConfig_ConnectionSettings_EDGE,
+				HttpIdleTimeout: durationpb.New(10 * time.Minute), HttpStreamIdleTimeout: durationpb.New(2 * time.Minute),
+				HttpMaxConcurrentStreams: wrapperspb.Int32(50), ListenerPerConnectionBufferLimitBytes: wrapperspb.Int32(1024),
+				HttpHeadersWithUnderscoresAction: meshconfig.ProxyConfig_ConnectionSettings_HEADERS_WITH_UNDERSCORES_DROP_HEADER}
+		}},
+	{name: "gateway-edge-settings", nodeID: "router~10.244.9.1~ingress-abc.istio-system~istio-system.svc.cluster.local", ns: "istio-system",
+		labels: map[string]any{"istio": "ingressgateway"}, routes: []string{"http.80"},
+		meta: map[string]any{"PROXY_CONFIG": map[string]any{"connectionSettings": map[string]any{"profile": "EDGE", "httpIdleTimeout": "1800s",
+			"httpMergeSlashes": false}}},
+		mesh: func(m *meshconfig.MeshConfig) {
+			m.DefaultConfig.ConnectionSettings = &meshconfig.ProxyConfig_ConnectionSettings{HttpDrainTimeout: durationpb.New(time.Second)}
+		}},
 }
+
+// Outbound TLS and TCP chains as Istio's tls.go and networkfilter.go build
+// them: see the case files.
+var outboundChainCases = []goldenCase{
+	// VirtualService tls routes on TLS and HTTPS ports.
+	{name: "sidecar-tls-routes", nodeID: "sidecar~10.1.0.40~client-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "client"}},
+	// Mongo, Redis and MySQL filter stacks, the Redis and MySQL filters on.
+	{name: "sidecar-protocols", nodeID: "sidecar~10.1.0.41~client-abc.app~app.svc.cluster.local", ns: "app",
+		protocols: listener.ProtocolFilters{Redis: true, MySQL: true}},
+	// DestinationRule tunnels on TCP chains.
+	{name: "sidecar-tunnel", nodeID: "sidecar~10.1.0.42~client-abc.app~app.svc.cluster.local", ns: "app"},
+	// The proxy's IDLE_TIMEOUT; the proxy is web's endpoint, so inbound
+	// chains take it too.
+	{name: "sidecar-idle-timeout", nodeID: "sidecar~10.5.0.3~web-abc.app~app.svc.cluster.local", ns: "app",
+		meta: map[string]any{"IDLE_TIMEOUT": "45s"}},
+}
+
+func init() { goldenCases = append(goldenCases, outboundChainCases...) }
 
 // envFromFile loads a case into a store, runs the ServiceEntry registry on it
 // and returns the environment generators read.
@@ -160,7 +207,8 @@ func TestGoldens(t *testing.T) {
 		t.Run(gc.name, func(t *testing.T) {
 			env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
 			s := xdstest.NewServer(t)
-			gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc, SidecarIngressTLS: gc.sidecarIngressTLS}
+			gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc, SidecarIngressTLS: gc.sidecarIngressTLS, DualStack: gc.dualStack}
+			gens.ProtocolFilters = gc.protocols
 			gens.Register(s.DS)
 			s.DS.InitPushContext(env)
 			md := map[string]any{"NAMESPACE": gc.ns}

@@ -89,7 +89,8 @@ func (g *SidecarGenerators) gatewayListenerOptions(proxy *model.Proxy, push *mod
 	return listener.GatewayOptions{
 		Options: listener.Options{AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 			Tracing: telemetry.Tracing(push.Mesh, telemetryProxy(proxy)), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
-			InboundTCPPolicy: g.inboundTCPPolicy(push, proxy), TelemetryOut: listenerTelemetry(push, proxy, tel, telemetry.Gateway)},
+			InboundTCPPolicy: g.inboundTCPPolicy(push, proxy), TelemetryOut: listenerTelemetry(push, proxy, tel, telemetry.Gateway),
+			ConnectionSettings: listener.ResolveConnectionSettings(proxy.ProxyConfigOrDefault(push.Mesh.GetDefaultConfig()), push.Mesh.GetDefaultConfig(), true)},
 		Merged:          g.mergedGateway(push, proxy),
 		VirtualServices: vsFor,
 		Cluster: func(d *networking.Destination, port int) string {

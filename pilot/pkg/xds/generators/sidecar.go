@@ -24,6 +24,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
+	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
 // SidecarGenerators produce the CDS, EDS, LDS and RDS of sidecars from a
@@ -44,9 +45,27 @@ type SidecarGenerators struct {
 	// TLS on its port (ENABLE_TLS_ON_SIDECAR_INGRESS; off, as in Istio:
 	// the tls block is then ignored).
 	SidecarIngressTLS bool
+	// ProtocolFilters switch the Mongo, Redis and MySQL filters of
+	// outbound TCP chains (PILOT_ENABLE_MONGO_FILTER, on, and
+	// PILOT_ENABLE_REDIS_FILTER and PILOT_ENABLE_MYSQL_FILTER, off, as in
+	// Istio: the zero value).
+	ProtocolFilters listener.ProtocolFilters
+	// DualStack is ISTIO_DUAL_STACK: the virtual listeners, inbound
+	// clusters and DNS clusters of a dual-stack proxy take both IP
+	// families (off, as in Istio).
+	DualStack bool
+	// IPv4OutboundForIPv6 is ISTIO_ENABLE_IPV4_OUTBOUND_LISTENER_FOR_IPV6_CLUSTERS:
+	// an IPv6-only proxy's virtualOutbound also listens on 0.0.0.0 and its
+	// DNS clusters resolve both families (off, as in Istio).
+	IPv4OutboundForIPv6 bool
 
 	cache snapshotCache[cacheKey]
 	eds   snapshotCache[edsKey]
+
+	// clusterCache holds the outbound clusters of sidecars: apart from
+	// the cache, because its entries outlive snapshots (carryClusters)
+	clusterCache snapshotCache[cacheKey]
+
 	sec   atomic.Pointer[snapshotSecurity]
 	rl    atomic.Pointer[routeLabels]
 	ef    envoyfilter.Compiler
@@ -125,11 +144,18 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		svc := svc
 		// a service's outbound clusters depend on the proxy only through the
 		// destination rule it uses (and the EnvoyFilters that patch them)
+		// and its IP mode (the family DNS clusters resolve), and on the
+		// service's endpoints (auto mTLS, service accounts) only through
+		// the endpoint index version
 		dr := destinationRule(push, proxy, svc)
-		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key(), patches: ps.Key()}
-		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key() + "|" + proxy.IPMode().String(), patches: ps.Key()}
+		res.Append(g.clusterCache.getCarried(push, key, g.endpointsVersion(svc), carryClusters, func() xds.Generated {
+			return g.outboundClusters(push, proxy, svc, dr, ps)
+		}))
 	}
-	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), cluster.BuildInboundPassthrough(m)}
+	inPassthrough := cluster.BuildInboundPassthrough(m)
+	cluster.ApplyInboundPassthroughFamily(inPassthrough, proxy.IPMode())
+	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), inPassthrough}
 	sc := push.SidecarScope(proxy)
 	inboundHosts := map[string][]string{}
 	for _, t := range g.inboundTargets(push, proxy) {
@@ -148,6 +174,7 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		if t.Endpoint != "" {
 			cluster.ApplyInboundEndpoint(c, t.Endpoint, t.EndpointPort)
 		}
+		cluster.ApplyInboundFamily(c, proxy.IPMode(), g.DualStack)
 		out = append(out, c)
 	}
 	out = g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true, InboundClusterHosts: inboundHosts}, out)
@@ -156,15 +183,41 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 	return res, nil
 }
 
+// kindsKeepingClusters are the kinds whose changes leave every outbound
+// cluster of a sidecar as it was: clusters are built from the service, its
+// endpoints, the destination rule, PeerAuthentication, EnvoyFilters and the
+// mesh configuration, never from routes, gateways, request policies or
+// telemetry. (Which clusters a proxy gets may still change with them: the
+// generator asks for each service again; only the building is saved.)
+var kindsKeepingClusters = []kind.Kind{kind.VirtualService, kind.Gateway, kind.AuthorizationPolicy,
+	kind.RequestAuthentication, kind.Telemetry, kind.WasmPlugin}
+
+// carryClusters lets a snapshot reuse the outbound clusters built under the
+// one before when only kindsKeepingClusters changed in between. Istio
+// keeps its cluster cache entries across such pushes too; without this a
+// VirtualService edit rebuilds every cluster of the mesh once. The cache
+// key still carries the rule (a rebuilt destination rule index gives new
+// rules, so a miss), the service and the patches, and the entry the
+// endpoint version.
+func carryClusters(push *model.PushContext, prevSeq uint64) bool {
+	return push.ChangedOnlySince(prevSeq, kindsKeepingClusters)
+}
+
 // outboundClusters are the outbound clusters of one service under the
 // destination rule a proxy uses for it.
 func (g *SidecarGenerators) outboundClusters(push *model.PushContext, proxy *model.Proxy, svc *model.Service, dr *model.ConsolidatedDestRule, ps *envoyfilter.Patches) xds.Generated {
 	opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), ServiceAccounts: g.serviceAccounts(svc), Router: proxy.Type == model.Router,
 		PeerDisabled: authn.DestinationMode(push, push.RootNamespace(), svc.Attributes.Namespace) == authn.ModeDisable,
+		DualStack:    g.DualStack, IPv4ForIPv6: g.IPv4OutboundForIPv6, RedisMaglev: g.ProtocolFilters.Redis,
 		Endpoints: func(p *model.Port) []*model.IstioEndpoint {
 			eps, _ := g.orderedEndpoints(svc)
 			return portEndpoints(eps, p)
 		}}
+	if proxy.Type != model.Router {
+		// a gateway's cluster keys leave the IP mode out: its DNS
+		// clusters resolve IPv4
+		opts.IPMode = proxy.IPMode()
+	}
 	cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildOutbound(svc, opts))
 	return toResources(xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 }
@@ -191,10 +244,16 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		TLS:  g.inboundTLS(push), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
 		InboundTCPPolicy: g.inboundTCPPolicy(push, proxy)}
 	opts.NoRedirect = noRedirect(proxy)
+	opts.Transparent = proxy.Interception() == model.InterceptionTproxy
+	opts.Wildcards, opts.DualStack, opts.IPv4OutboundForIPv6 = wildcards(proxy), g.DualStack, g.IPv4OutboundForIPv6
+	opts.ConnectionSettings = listener.ResolveConnectionSettings(proxy.ProxyConfigOrDefault(push.Mesh.GetDefaultConfig()), push.Mesh.GetDefaultConfig(), false)
 	opts.ProtocolDetectionTimeout = push.Mesh.GetProtocolDetectionTimeout()
 	opts.Instances, opts.SelfIP = g.headlessInstances, headlessSelf(proxy, opts.Inbound)
 	opts.Egress = egressListeners(push.SidecarScope(proxy), proxy)
 	opts.VirtualServices, opts.TCP = push.SidecarScope(proxy).VirtualServices(), tcpRouting(push, proxy)
+	opts.TCP.Protocols = g.ProtocolFilters
+	idle := proxyIdleTimeout(proxy)
+	opts.IdleTimeout = listener.ParseIdleTimeout(idle)
 	canBind := bindChecker(proxy, []int{int(push.Mesh.GetProxyListenPort()), int(push.Mesh.GetProxyInboundListenPort())})
 	opts.CanBind = func(bindToPort bool, bind string, port int, p protocol.Instance) bool {
 		if canBind(bindToPort, bind, port, p) {
@@ -211,17 +270,22 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	ps := g.ef.Patches(push, proxy)
 	// outbound listeners depend on the proxy only through the services its
 	// sidecar scope sees, what its tracing tags say, its Telemetry and the
-	// EnvoyFilters that patch them, where the proxy may bind, and its
+	// EnvoyFilters that patch them, its interception and IP modes (capture
+	// listeners and wildcards) and where it may bind (egressKey), and its
 	// address when it is an endpoint of a headless service. Their TCP
 	// chains also follow the VirtualServices and DestinationRules the
 	// scope imports: the cache lives for one snapshot, so within it the
 	// scope fixes which objects those are and what they say; what is left
 	// of the proxy is its namespace (sourceNamespace) and the labels tcp
-	// sourceLabels and DestinationRule workload selectors pick, which is
-	// exactly what routeScope adds to the scope.
+	// and tls sourceLabels and DestinationRule workload selectors pick,
+	// which is exactly what routeScope adds to the scope. Their TCP proxies
+	// and HTTP connection managers also take the proxy's IDLE_TIMEOUT.
 	key := cacheKey{typeURL: xds.ListenerType, namespace: g.routeScope(push, proxy),
-		name:    tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster + "|" + egressKey(proxy) + "|" + opts.SelfIP,
+		name:    tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster + "|" + egressKey(proxy) + "|" + opts.SelfIP + "|" + idle,
 		patches: ps.Key()}
+	// their HTTP connection managers also follow the proxy's resolved
+	// connectionSettings (its PROXY_CONFIG, else the mesh's defaultConfig)
+	key.name += "|" + listener.ConnectionSettingsKey(opts.ConnectionSettings)
 	outbound := g.cache.get(push, key, 0, func() xds.Generated {
 		ls := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, listener.BuildOutbound(listenerServices(push.SidecarScope(proxy)), opts))
 		return toResources(xds.ListenerType, ls, listenerName)
@@ -235,6 +299,14 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 }
 
 func listenerName(l *listenerCfg) string { return l.Name }
+
+// proxyIdleTimeout is the proxy's IDLE_TIMEOUT metadata as sent ("": none).
+func proxyIdleTimeout(proxy *model.Proxy) string {
+	if proxy.Metadata == nil {
+		return ""
+	}
+	return proxy.Metadata.IdleTimeout
+}
 
 // tcpRouting is what the proxy's outbound TCP chains need to apply tcp
 // routes, source-IP hashing and the mesh's outboundClusterStatName: its

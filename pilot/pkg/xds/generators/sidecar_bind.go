@@ -81,21 +81,17 @@ func bindChecker(proxy *model.Proxy, virtualPorts []int) func(bool, string, int,
 	}
 }
 
-// wildcards are the proxy's wildcard addresses by its IP family: 0.0.0.0
-// unless all its addresses are IPv6.
+// wildcards are the proxy's wildcard addresses by its IP mode, as Istio's
+// getWildcardsAndLocalHost: 0.0.0.0, :: when all its addresses are IPv6,
+// and both, 0.0.0.0 first, for a dual-stack proxy (whatever
+// ISTIO_DUAL_STACK says; the flag decides only whether the second one is
+// listened on).
 func wildcards(proxy *model.Proxy) []string {
-	v4, v6 := false, false
-	for _, ip := range proxy.IPAddresses {
-		if a, err := netip.ParseAddr(ip); err == nil {
-			if a.Is4() {
-				v4 = true
-			} else {
-				v6 = true
-			}
-		}
-	}
-	if v6 && !v4 {
+	switch proxy.IPMode() {
+	case model.IPv6:
 		return []string{"::"}
+	case model.Dual:
+		return []string{"0.0.0.0", "::"}
 	}
 	return []string{"0.0.0.0"}
 }
@@ -157,11 +153,12 @@ func egressListeners(sc *model.SidecarScope, proxy *model.Proxy) []listener.Egre
 }
 
 // egressKey is what outbound listeners depend on of the proxy beyond its
-// sidecar scope: whether it redirects, its IP family, and where it may
-// bind.
+// sidecar scope: its interception mode (whether it redirects, and whether
+// virtualOutbound is transparent), its IP mode (wildcards, localhost and
+// the additional addresses of a dual-stack proxy), and where it may bind.
 func egressKey(proxy *model.Proxy) string {
 	var b strings.Builder
-	b.WriteString(strconv.FormatBool(noRedirect(proxy)) + "," + wildcards(proxy)[0] + "," + strconv.FormatBool(unprivileged(proxy)))
+	b.WriteString(string(proxy.Interception()) + "," + proxy.IPMode().String() + "," + strconv.FormatBool(unprivileged(proxy)))
 	for _, k := range []string{"ENVOY_STATUS_PORT", "ENVOY_PROMETHEUS_PORT", "ENVOY_SECURE_METRICS_PORT", "ENVOY_SECURE_MERGED_METRICS_PORT"} {
 		b.WriteString("," + strconv.Itoa(metadataInt(proxy, k)))
 	}

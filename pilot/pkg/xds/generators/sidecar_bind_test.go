@@ -39,7 +39,7 @@ func connectCaseServer(t *testing.T, name string) (*adsc.Client, *xdstest.Server
 	}
 	env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
 	s := xdstest.NewServer(t)
-	(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc, SidecarIngressTLS: gc.sidecarIngressTLS}).Register(s.DS)
+	(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc, SidecarIngressTLS: gc.sidecarIngressTLS, DualStack: gc.dualStack}).Register(s.DS)
 	s.DS.InitPushContext(env)
 	md := map[string]any{"NAMESPACE": gc.ns, "LABELS": gc.labels}
 	for k, v := range gc.meta {
