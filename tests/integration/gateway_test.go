@@ -252,13 +252,18 @@ func TestGatewayAPIReference(t *testing.T) {
 		}
 	}
 
-	checkSyntheticConfigz(t, d, dir, ns, g.CreationTimestamp)
+	r, err := gwc.HTTPRoutes(ns).Get(ctx, "web", metav1.GetOptions{})
+	must(t, err)
+	// each synthetic object is as old as the Gateway API object it comes
+	// from: the Gateway, or for routes the HTTPRoute (created after it,
+	// possibly in the next second)
+	checkSyntheticConfigz(t, d, dir, ns, map[string]metav1.Time{"Gateway": g.CreationTimestamp, "VirtualService": r.CreationTimestamp})
 	checkLeaseAndNoRewrite(t, env, d, ns)
 }
 
 // checkSyntheticConfigz compares the synthetic objects of /debug/configz
 // with Istio's.
-func checkSyntheticConfigz(t *testing.T, d *istiod, dir, ns string, created metav1.Time) {
+func checkSyntheticConfigz(t *testing.T, d *istiod, dir, ns string, createdByKind map[string]metav1.Time) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "real", "configz.json"))
 	must(t, err)
@@ -271,6 +276,10 @@ func checkSyntheticConfigz(t *testing.T, d *istiod, dir, ns string, created meta
 			continue
 		}
 		key := o["kind"].(string) + "/" + strings.Replace(name, "shop~", ns+"~", 1)
+		created, ok := createdByKind[o["kind"].(string)]
+		if !ok {
+			t.Fatalf("%s: no source object for a synthetic %s", key, o["kind"])
+		}
 		eventually(t, key+" on configz as Istio's", func() (bool, string) {
 			got, ok := d.configzObjects(ns)[key]
 			if !ok {
