@@ -107,6 +107,9 @@ var (
 		kind.Gateway, kind.WorkloadEntry, kind.WorkloadGroup, kind.AuthorizationPolicy,
 		kind.RequestAuthentication, kind.Secret, kind.Telemetry, kind.WasmPlugin, kind.ProxyConfig,
 	}
+	// A VirtualService changes the clusters of a sidecar only through the
+	// hosts its Sidecar's egress imports.
+	kindsNotAffectingDefaultScopeClusters = append([]kind.Kind{kind.VirtualService}, kindsNotAffectingClusters...)
 	kindsNotAffectingEndpoints = []kind.Kind{
 		kind.Gateway, kind.VirtualService, kind.WorkloadGroup, kind.AuthorizationPolicy,
 		kind.RequestAuthentication, kind.Secret, kind.Telemetry, kind.WasmPlugin, kind.ProxyConfig,
@@ -148,6 +151,14 @@ func TypeNeedsPush(proxy *Proxy, req *PushRequest, typeURL string) bool {
 	case ClusterTypeURL:
 		if proxy != nil && proxy.Type == Router && HasConfigsOfKind(req.ConfigsUpdated, kind.Gateway) {
 			return true // gateway clusters (SNI auto-passthrough) follow the Gateways
+		}
+		if proxy != nil && proxy.Type == SidecarProxy && req.Push != nil && !anyKindNotIn(req, kindsNotAffectingDefaultScopeClusters) &&
+			req.Push.SidecarScope(proxy).Sidecar == nil {
+			// ours: a sidecar without a Sidecar sees every service, so
+			// which clusters it has does not follow VirtualServices, and
+			// no cluster's content ever does (Istio regenerates them all
+			// and sends the same clusters again)
+			return false
 		}
 		return anyKindNotIn(req, kindsNotAffectingClusters)
 	case EndpointTypeURL:

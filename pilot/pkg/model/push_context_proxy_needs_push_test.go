@@ -143,7 +143,9 @@ func TestProxyNeedsPushPreviousScope(t *testing.T) {
 }
 
 func TestTypesNeedPush(t *testing.T) {
-	p := needsPushFixture(t).push()
+	e := needsPushFixture(t)
+	e.create(kind.VirtualService, "other", "local", 2, &networking.VirtualService{Hosts: []string{"local"}, Http: route("local")})
+	p := e.push()
 	const (
 		cds = model.ClusterTypeURL
 		eds = model.EndpointTypeURL
@@ -154,6 +156,7 @@ func TestTypesNeedPush(t *testing.T) {
 		ecd = model.ExtensionConfigTypeURL
 	)
 	app := sidecarProxy("app", nil)
+	other := sidecarProxy("other", nil)
 	gw := gatewayProxy("app", nil)
 	full := func(keys ...model.ConfigKey) *model.PushRequest {
 		r := pcFull(keys...)
@@ -170,7 +173,10 @@ func TestTypesNeedPush(t *testing.T) {
 		{"everything", app, &model.PushRequest{Full: true, Push: p}, model.PushTypeURLs},
 		{"endpoints only", app, &model.PushRequest{Push: p, ConfigsUpdated: model.NewConfigKeys(svcKey)}, []string{eds}},
 		{"service", app, full(svcKey), []string{cds, eds, lds, rds, nds}},
-		{"VirtualService", app, full(pcKey(kind.VirtualService, "app", "reviews")), []string{cds, lds, rds}},
+		// ours: Istio regenerates the clusters too, and sends them unchanged
+		{"VirtualService to a sidecar without Sidecar", app, full(pcKey(kind.VirtualService, "app", "reviews")), []string{lds, rds}},
+		{"VirtualService to a sidecar with a Sidecar", other, full(pcKey(kind.VirtualService, "other", "local")), []string{cds, lds, rds}},
+		{"VirtualService to a gateway", gw, full(pcKey(kind.VirtualService, "app", "reviews")), []string{cds, lds, rds}},
 		{"DestinationRule", app, full(pcKey(kind.DestinationRule, "app", "reviews")), []string{cds, eds, lds, rds}},
 		{"AuthorizationPolicy", app, full(pcKey(kind.AuthorizationPolicy, "app", "p")), []string{lds}},
 		{"RequestAuthentication", app, full(pcKey(kind.RequestAuthentication, "app", "p")), []string{lds}},

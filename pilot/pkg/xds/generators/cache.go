@@ -1,6 +1,7 @@
 package generators
 
 import (
+	"runtime"
 	"sync"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -51,6 +52,16 @@ type cacheBuild struct {
 	res     xds.Generated // set before done is closed
 }
 
+// buildSlots bound the cache builds running at once to the cores the
+// process may use. Builds are CPU work (translation, marshalling,
+// validation) and never wait for each other, so more of them at once
+// finish no sooner; but each holds its protos under construction (a route
+// configuration of a large mesh is megabytes of them), and after a push the
+// proxies of every scope miss at once: without a bound the live heap of a
+// push is that of every scope's build together, and the garbage collector's
+// goal, and with it the resident memory, follows that peak.
+var buildSlots = make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
+
 // get returns the resources cached for key at version under push, building
 // them on a miss. The returned value is shared: callers must not modify it.
 func (c *snapshotCache[K]) get(push *model.PushContext, key K, version uint64, build func() xds.Generated) xds.Generated {
@@ -95,7 +106,11 @@ func (c *snapshotCache[K]) getCarried(push *model.PushContext, key K, version ui
 	c.building[key] = b
 	c.mu.Unlock()
 	defer close(b.done) // also if build panics: waiters get an empty answer, not a hang
-	b.res = build()
+	buildSlots <- struct{}{}
+	b.res = func() xds.Generated {
+		defer func() { <-buildSlots }()
+		return build()
+	}()
 	c.mu.Lock()
 	if c.seq == seq {
 		if e, ok := c.entries[key]; !ok || e.version <= version {

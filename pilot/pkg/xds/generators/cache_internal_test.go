@@ -77,3 +77,38 @@ func TestCacheBuildsOnceForConcurrentMisses(t *testing.T) {
 		t.Fatalf("%d builds for one entry", n)
 	}
 }
+
+// Builds of different entries run at most as many at once as the process
+// has cores: each holds its protos under construction, so a push that
+// misses every scope at once does not hold all of them together.
+func TestCacheBuildsBoundedByCores(t *testing.T) {
+	push := model.NewPushContext()
+	var c snapshotCache[int]
+	var running, most atomic.Int32
+	build := func() xds.Generated {
+		n := running.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		running.Add(-1)
+		return xds.Generated{}
+	}
+	const callers = 16
+	done := make(chan struct{}, callers)
+	for i := range callers {
+		go func() {
+			c.get(push, i, 0, build)
+			done <- struct{}{}
+		}()
+	}
+	for range callers {
+		<-done
+	}
+	if m := most.Load(); m > int32(cap(buildSlots)) || m < 1 {
+		t.Errorf("%d builds ran at once, the bound is %d", m, cap(buildSlots))
+	}
+}
