@@ -36,6 +36,8 @@ type serviceIndex struct {
 
 func buildServiceIndex(bc *buildContext) *serviceIndex {
 	all := slices.Clone(bc.env.services())
+	// the ExternalName services that name each service (on copies)
+	resolveServiceAliases(all)
 	slices.SortStableFunc(all, compareServices)
 	x := &serviceIndex{
 		all:           all,

@@ -110,7 +110,7 @@ var (
 	// A VirtualService changes the clusters of a sidecar only through the
 	// hosts its Sidecar's egress imports.
 	kindsNotAffectingDefaultScopeClusters = append([]kind.Kind{kind.VirtualService}, kindsNotAffectingClusters...)
-	kindsNotAffectingEndpoints = []kind.Kind{
+	kindsNotAffectingEndpoints            = []kind.Kind{
 		kind.Gateway, kind.VirtualService, kind.WorkloadGroup, kind.AuthorizationPolicy,
 		kind.RequestAuthentication, kind.Secret, kind.Telemetry, kind.WasmPlugin, kind.ProxyConfig,
 	}

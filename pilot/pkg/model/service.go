@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -316,4 +317,34 @@ type ServiceDiscovery interface {
 	// GetProxyServiceTargets returns the services (and ports) the workload
 	// of a proxy serves.
 	GetProxyServiceTargets(proxy *ProxyQuery) []ServiceTarget
+}
+
+// AddressesForProxy are the addresses a proxy in cluster clusterID with IP
+// mode mode reaches the service on, the primary first, as Istio's
+// GetAddressForProxy and GetExtraAddressesForProxy give them (without
+// auto-allocated addresses, which proxies here do not listen on): a
+// Kubernetes service's VIPs in the proxy's cluster of the proxy's families
+// (both, in order, for a dual-stack proxy), else its default address alone.
+// A ServiceEntry's addresses are not per-cluster VIPs in Istio, which makes
+// one service per address of which a proxy's scope keeps one: they give
+// the default address alone too.
+func (s *Service) AddressesForProxy(clusterID string, mode IPMode) []string {
+	if clusterID != "" && s.Attributes.ServiceRegistry != External {
+		var out []string
+		for _, a := range s.ClusterVIPs.For(clusterID) {
+			ip, err := netip.ParseAddr(a)
+			if err != nil {
+				if p, perr := netip.ParsePrefix(a); perr == nil {
+					ip, err = p.Addr(), nil
+				}
+			}
+			if err == nil && (mode == Dual || ip.Is4() == (mode == IPv4)) {
+				out = append(out, a)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return []string{s.DefaultAddress}
 }

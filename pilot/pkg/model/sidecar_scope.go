@@ -507,7 +507,8 @@ func newEgressListener(in *scopeInputs, l *networking.IstioEgressListener, ns st
 				continue
 			}
 		}
-		imported = append(imported, s)
+		// and only the aliases it imports too
+		imported = append(imported, trimAliases(hosts.importsOf(s), s))
 	}
 	out.services = pickOnePerHostname(imported, ns)
 	return out

@@ -10,7 +10,6 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
-	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/gateway"
@@ -24,19 +23,21 @@ import (
 type GatewayOptions struct {
 	// Options carry the access log, tracing and the policy filters of
 	// HTTP chains (InboundHTTPPolicy: the gateway's ext_authz, jwt_authn
-	// and RBAC) and TCP chains (InboundTCPPolicy).
+	// and RBAC) and TCP chains (InboundTCPPolicy); the proxy's
+	// IDLE_TIMEOUT (IdleTimeout, on connection managers and TCP proxies)
+	// and wildcards (Wildcards, DualStack). TCP resolves route
+	// destinations to services and DestinationRules, as the sidecar's
+	// outbound TCP chains do (TCP proxy timeouts, source-IP hashing,
+	// tunnels, outboundClusterStatName, Mongo/Redis/MySQL filters);
+	// its Labels and Namespace are not read here.
 	Options
 	Merged *gateway.Merged
 	// VirtualServices bound to a gateway ("namespace/name"), for TCP and
 	// TLS servers.
 	VirtualServices func(gateway string) []config.Config
-	// Cluster names the cluster of a route destination on a server port
-	// (the service's only port when the destination names none).
-	Cluster func(d *networking.Destination, port int) string
-	// Services the gateway sees, and the subsets of each, for
-	// AUTO_PASSTHROUGH servers.
+	// Services the gateway sees, for AUTO_PASSTHROUGH servers (their
+	// subsets are those of the DestinationRule TCP gives for each).
 	Services []*model.Service
-	Subsets  func(svc *model.Service) []string
 	// Topology is the proxy's gatewayTopology (trusted hops, client
 	// certificate forwarding).
 	Topology *meshconfig.Topology
@@ -68,6 +69,7 @@ func BuildGateway(o GatewayOptions) []*listenerv3.Listener {
 	o.Options = o.direction(o.TelemetryOut)
 	type pending struct {
 		bind   string
+		extra  []string
 		port   uint32
 		chains []gatewayChain
 	}
@@ -83,14 +85,21 @@ func BuildGateway(o GatewayOptions) []*listenerv3.Listener {
 		if servers == nil {
 			continue
 		}
-		bind := wildcard
+		// the proxy's first wildcard (:: for an IPv6-only gateway), and
+		// under ISTIO_DUAL_STACK its others as additional addresses; a
+		// server's own bind stands alone, as in Istio
+		ws := o.wildcards()
+		bind, extra := ws[0], ws[1:]
+		if !o.DualStack {
+			extra = nil
+		}
 		if sp.Bind != "" {
-			bind = sp.Bind
+			bind, extra = sp.Bind, nil
 		}
 		name := bind + "_" + strconv.Itoa(int(sp.Number))
 		p := byName[name]
 		if p == nil {
-			p = &pending{bind: bind, port: sp.Number}
+			p = &pending{bind: bind, extra: extra, port: sp.Number}
 			byName[name] = p
 			names = append(names, name)
 		}
@@ -105,6 +114,7 @@ func BuildGateway(o GatewayOptions) []*listenerv3.Listener {
 			continue
 		}
 		l := gatewayListener(name, p.bind, p.port, p.chains)
+		l.AdditionalAddresses = additionalAddresses(p.extra, int(p.port))
 		l.PerConnectionBufferLimitBytes = PerConnectionBufferLimit(o.ConnectionSettings)
 		out = append(out, l)
 	}

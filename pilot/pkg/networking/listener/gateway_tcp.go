@@ -5,13 +5,11 @@ import (
 	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
 	"github.com/meshplane/istiod/pilot/pkg/networking/gateway"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 )
@@ -95,13 +93,12 @@ func serverCoversVS(serverHosts []string, vs *config.Config) bool {
 // tcpRouteFilters are the filters of the first TCP route that matches the
 // server, among its VirtualServices in order.
 func (o GatewayOptions) tcpRouteFilters(s *networking.Server, gw string) []*listenerv3.Filter {
-	port := int(s.Port.Number)
 	mx := s.GetTls().GetMode() == networking.ServerTLSSettings_ISTIO_MUTUAL
 	for _, vs := range o.boundVirtualServices(s, gw) {
 		spec := vs.Spec.(*networking.VirtualService)
 		for _, r := range spec.Tcp {
 			if l4Matches(r.Match, s, gw) && len(r.Route) > 0 {
-				return o.routeFilters(r.Route, port, &vs, mx)
+				return o.routeFilters(r.Route, s, &vs, mx)
 			}
 		}
 		// TLSRoutes translated from the Gateway API use TLS blocks, also
@@ -110,7 +107,7 @@ func (o GatewayOptions) tcpRouteFilters(s *networking.Server, gw string) []*list
 			for _, r := range spec.Tls {
 				for _, m := range r.Match {
 					if l4Single(tlsToL4(m), s, gw) {
-						return o.routeFilters(r.Route, port, &vs, mx)
+						return o.routeFilters(r.Route, s, &vs, mx)
 					}
 				}
 			}
@@ -143,7 +140,7 @@ func (o GatewayOptions) tlsRouteChains(s *networking.Server, gw string, listenPo
 						strings.Join(dup, ", ") + " are already routed")
 					continue
 				}
-				out = append(out, gatewayChain{sni: m.SniHosts, filters: o.routeFilters(r.Route, int(s.Port.Number), &vs, false)})
+				out = append(out, gatewayChain{sni: m.SniHosts, filters: o.routeFilters(r.Route, s, &vs, false)})
 			}
 		}
 	}
@@ -169,66 +166,55 @@ func (o GatewayOptions) autoPassthroughChains(hosts []string) []gatewayChain {
 		if !covered {
 			continue
 		}
-		var subsets []string
-		if o.Subsets != nil {
-			subsets = o.Subsets(svc)
-		}
+		dr := o.TCP.rule(svc.Hostname)
 		for _, p := range svc.Ports {
 			if p.Protocol == protocol.UDP {
 				continue
 			}
-			for _, subset := range append([]string{""}, subsets...) {
-				name := cluster.SNI(subset, svc.Hostname, p.Port)
-				out = append(out, gatewayChain{sni: []string{name}, alpn: istioMTLSALPNs,
-					filters: []*listenerv3.Filter{tcpProxyFilter(name, &tcpproxy.TcpProxy{StatPrefix: name,
-						ClusterSpecifier: &tcpproxy.TcpProxy_Cluster{Cluster: name}}, o.Options)}})
+			out = append(out, gatewayChain{sni: []string{cluster.SNI("", svc.Hostname, p.Port)}, alpn: istioMTLSALPNs,
+				filters: o.autoPassthroughFilters(svc, p, "", dr)})
+			for _, s := range dr.GetSubsets() {
+				out = append(out, gatewayChain{sni: []string{cluster.SNI(s.GetName(), svc.Hostname, p.Port)}, alpn: istioMTLSALPNs,
+					filters: o.autoPassthroughFilters(svc, p, s.GetName(), dr)})
 			}
 		}
 	}
 	return out
 }
 
-// routeFilters are the network filters of a TCP or TLS route: a TCP proxy
-// to the one destination (stat prefix: the cluster) or to weighted
-// clusters (stat prefix: <vs>.<namespace>), after the metadata exchange
-// (ISTIO_MUTUAL servers) and the gateway's authorization filters.
-func (o GatewayOptions) routeFilters(routes []*networking.RouteDestination, port int, vs *config.Config, mx bool) []*listenerv3.Filter {
-	tp := &tcpproxy.TcpProxy{}
-	if len(routes) == 1 {
-		c := o.clusterOf(routes[0].Destination, port)
-		tp.StatPrefix, tp.ClusterSpecifier = c, &tcpproxy.TcpProxy_Cluster{Cluster: c}
-	} else {
-		wc := &tcpproxy.TcpProxy_WeightedCluster{}
-		for _, r := range routes {
-			if r.Weight > 0 {
-				wc.Clusters = append(wc.Clusters, &tcpproxy.TcpProxy_WeightedCluster_ClusterWeight{
-					Name: o.clusterOf(r.Destination, port), Weight: uint32(r.Weight)})
-			}
-		}
-		tp.StatPrefix, tp.ClusterSpecifier = vs.Name+"."+vs.Namespace, &tcpproxy.TcpProxy_WeightedClusters{WeightedClusters: wc}
+// autoPassthroughFilters are the filters of an AUTO_PASSTHROUGH chain to a
+// service port's (subset's) SNI cluster, as Istio builds a sidecar's chain
+// to one destination, without its tunnel: the rule's TCP proxy timeouts
+// (the idle one falling back to the proxy's IDLE_TIMEOUT) and source-IP
+// hashing, the mesh's outboundClusterStatName, and the filters of the
+// service port's protocol (mongo_proxy on a Mongo port, and so on).
+func (o GatewayOptions) autoPassthroughFilters(svc *model.Service, p *model.Port, subset string, dr *networking.DestinationRule) []*listenerv3.Filter {
+	c := &egressChain{cluster: cluster.SNI(subset, svc.Hostname, p.Port), stack: p.Protocol, hashSourceIP: useSourceIP(dr, subset)}
+	c.idle, c.maxDuration = o.tcpTimeouts(dr)
+	if o.TCP.StatName != "" {
+		c.statPrefix = statPrefix(o.TCP.StatName, svc.Hostname, subset, p.Port, p.Name, svc)
 	}
+	return tcpChainFilters(c, o.Options)
+}
+
+// routeFilters are the network filters of a TCP or TLS route, built as a
+// sidecar's outbound TCP chain to the route is (routeChain: one
+// destination, or weighted clusters named after the VirtualService; the
+// DestinationRule of the first destination's service for timeouts,
+// hashing and tunnel), for the server's port and protocol (Mongo, Redis
+// and MySQL servers get their protocol's filters), after the metadata
+// exchange (ISTIO_MUTUAL servers) and the gateway's authorization filters,
+// as Istio's shared buildOutboundNetworkFilters does.
+func (o GatewayOptions) routeFilters(routes []*networking.RouteDestination, s *networking.Server, vs *config.Config, mx bool) []*listenerv3.Filter {
+	// the server's port, as the listener port of a sidecar's chain
+	at := egressAdd{port: int(s.Port.Number), proto: protocol.Parse(s.Port.Protocol), portName: s.Port.Name}
+	c := at.routeChain(vs, routes, o.Options, nil, false)
 	var out []*listenerv3.Filter
 	if mx {
 		out = append(out, metadataExchange())
 	}
 	out = append(out, o.InboundTCPPolicy...)
-	return append(out, tcpProxyFilter(tp.StatPrefix, tp, o.Options))
-}
-
-func (o GatewayOptions) clusterOf(d *networking.Destination, port int) string {
-	if o.Cluster != nil {
-		return o.Cluster(d, port)
-	}
-	p := port
-	if n := d.GetPort().GetNumber(); n != 0 {
-		p = int(n)
-	}
-	return cluster.SubsetKey(cluster.Outbound, d.Subset, d.Host, p)
-}
-
-func tcpProxyFilter(_ string, tp *tcpproxy.TcpProxy, o Options) *listenerv3.Filter {
-	tp.AccessLog = o.accessLogs()
-	return &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(tp)}}
+	return append(out, tcpChainFilters(c, o.Options)...)
 }
 
 func tlsToL4(m *networking.TLSMatchAttributes) *networking.L4MatchAttributes {

@@ -66,7 +66,7 @@ func virtualInbound(o Options) *listenerv3.Listener {
 		}
 		l.FilterChains = append(l.FilterChains, o.inboundChains(VirtualInbound, port, protocol.Unsupported, pc.Mode,
 			inboundHTTP(passthrough+";", passthrough, passthrough, "inbound|http|0", ":0/*", protocol.Unsupported, o),
-			func() *listenerv3.Filter { return tcpProxy(passthrough, o, true) })...)
+			func() []*listenerv3.Filter { return []*listenerv3.Filter{tcpProxy(passthrough, o, true)} })...)
 	}
 	for _, p := range ports {
 		l.FilterChains = append(l.FilterChains, o.targetChains(p)...)
@@ -91,7 +91,7 @@ func (o Options) targetChains(p InboundTarget) []*listenerv3.FilterChain {
 	}
 	chains := o.inboundChains(name, wrapperspb.UInt32(uint32(p.Port)), p.Protocol, o.MTLS.Mode(uint32(p.Port)),
 		inboundHTTP("inbound_"+name+";", c, c, "inbound|http|"+strconv.Itoa(p.Port), op, p.Protocol, o),
-		func() *listenerv3.Filter { return tcpProxy(c, o, true) })
+		func() []*listenerv3.Filter { return o.inboundTCPStack(p.Protocol, c) })
 	if p.TLS != nil && o.MTLS.Mode(uint32(p.Port)) == authn.ModeDisable {
 		// the Sidecar's own TLS replaces the plain text chains, and only
 		// where the port's PeerAuthentication mode is DISABLE (Istio's rule:
@@ -109,9 +109,10 @@ func (o Options) targetChains(p InboundTarget) []*listenerv3.FilterChain {
 // inboundChains are the chains of one destination (a port, or every other
 // port when port is nil) for a protocol under a PeerAuthentication mode, in
 // the shapes and order authn.Chains gives (Istio's). Every chain starts with
-// the metadata exchange; HTTP chains of the passthrough are the catch-all.
+// the metadata exchange; HTTP chains of the passthrough are the catch-all;
+// TCP chains end with tcpFilters, after the TCP policy.
 func (o Options) inboundChains(name string, port *wrapperspb.UInt32Value, proto protocol.Instance, mode authn.Mode,
-	httpFilter func() *listenerv3.Filter, tcpFilter func() *listenerv3.Filter) []*listenerv3.FilterChain {
+	httpFilter func() *listenerv3.Filter, tcpFilters func() []*listenerv3.Filter) []*listenerv3.FilterChain {
 	lp := authn.ListenerProtocolOf(proto)
 	if port == nil {
 		lp = authn.ListenerAuto
@@ -127,7 +128,7 @@ func (o Options) inboundChains(name string, port *wrapperspb.UInt32Value, proto 
 				n = name + "-catchall-http"
 			}
 		} else {
-			filters = append(append(filters, o.InboundTCPPolicy...), tcpFilter())
+			filters = append(append(filters, o.InboundTCPPolicy...), tcpFilters()...)
 		}
 		out = append(out, &listenerv3.FilterChain{
 			Name:             n,
@@ -137,6 +138,15 @@ func (o Options) inboundChains(name string, port *wrapperspb.UInt32Value, proto 
 		})
 	}
 	return out
+}
+
+// inboundTCPStack ends the TCP chains of one of the proxy's ports, as
+// Istio's buildInboundNetworkFilters does: the TCP proxy to the port's
+// inbound cluster, behind (or, for Redis, replaced by) the filter of the
+// port's protocol under the same switches as outbound chains, which takes
+// the cluster's name as stat prefix and, for Redis, as catch-all route.
+func (o Options) inboundTCPStack(p protocol.Instance, clusterName string) []*listenerv3.Filter {
+	return o.TCP.Protocols.stack(p, tcpProxy(clusterName, o, true), clusterName, clusterName)
 }
 
 // inboundHTTP is the connection manager of an inbound HTTP chain: one route

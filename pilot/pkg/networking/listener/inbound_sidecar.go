@@ -61,7 +61,8 @@ func BuildInboundListeners(o Options) []*listenerv3.Listener {
 
 // boundInbound is the listener of one inbound port that binds to it: the
 // port's chains alone (no passthrough, no loop guard, no original
-// destination filter), with the inspectors those chains need.
+// destination filter), with the inspectors those chains need, on its bind
+// and, under ISTIO_DUAL_STACK, its other binds.
 func boundInbound(t InboundTarget, o Options) *listenerv3.Listener {
 	chains := o.targetChains(t)
 	l := &listenerv3.Listener{
@@ -72,6 +73,11 @@ func boundInbound(t InboundTarget, o Options) *listenerv3.Listener {
 		ListenerFilters:                      chainInspectors(chains),
 		AccessLog:                            o.noRouteLogs(),
 		MaxConnectionsToAcceptPerSocketEvent: wrapperspb.UInt32(1),
+	}
+	if o.DualStack {
+		// Istio's buildInboundListener adds the other binds only under
+		// ISTIO_DUAL_STACK
+		l.AdditionalAddresses = additionalAddresses(t.ExtraBinds, t.Port)
 	}
 	o.inboundSniffing(l)
 	return l
@@ -167,14 +173,15 @@ func portsPredicate(ports []int) *listenerv3.ListenerFilterChainMatchPredicate {
 // customTLSChains is the one chain of a port whose Sidecar ingress listener
 // terminates TLS itself: it matches TLS to the port and serves the
 // Sidecar's certificates; the port's protocol is already the one after TLS
-// termination (HTTPS is HTTP, TLS is TCP).
+// termination (HTTPS is HTTP, TLS is TCP; Mongo, Redis and MySQL keep
+// their filters, as in Istio).
 func (o Options) customTLSChains(name string, p InboundTarget, clusterName, operation string) []*listenerv3.FilterChain {
 	filters := []*listenerv3.Filter{metadataExchange()}
 	switch authn.ListenerProtocolOf(p.Protocol) {
 	case authn.ListenerHTTP:
 		filters = append(filters, inboundHTTP("inbound_"+name+";", clusterName, clusterName, "inbound|http|"+strconv.Itoa(p.Port), operation, p.Protocol, o)())
 	case authn.ListenerTCP:
-		filters = append(append(filters, o.InboundTCPPolicy...), tcpProxy(clusterName, o, true))
+		filters = append(append(filters, o.InboundTCPPolicy...), o.inboundTCPStack(p.Protocol, clusterName)...)
 	default:
 		return nil
 	}

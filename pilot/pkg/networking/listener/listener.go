@@ -102,6 +102,18 @@ type Options struct {
 	// bytes (nil: 0s, no limit, the mesh default).
 	ProtocolDetectionTimeout *durationpb.Duration
 
+	// Addresses are the addresses the proxy reaches a service on, the
+	// primary first (Istio's GetAddressForProxy, then
+	// GetExtraAddressesForProxy): the listeners of its TCP and sniffed
+	// ports bind to the first and take the others as additional addresses
+	// (nil or empty: the default address alone).
+	Addresses func(svc *model.Service) []string
+
+	// DNSDomain is the proxy's DNS domain ("<namespace>.svc.<suffix>",
+	// its node ID's fourth field): the server names of a TLS port's own
+	// chain include the short names of the service's ExternalName aliases.
+	DNSDomain string
+
 	// Instances are the addresses of each endpoint of a service's port
 	// (nil: none known): a headless service's TCP and sniffed ports get a
 	// listener per endpoint (outbound_headless.go). SelfIP is the proxy's
@@ -200,6 +212,11 @@ type InboundTarget struct {
 	// Bind is the address the port's chains are named after and, when
 	// BindToPort, its own listener binds to (empty: 0.0.0.0).
 	Bind string
+	// ExtraBinds are the other addresses its own listener listens on
+	// under ISTIO_DUAL_STACK (Options.DualStack): the second wildcard of a
+	// dual-stack proxy whose Sidecar ingress listener defaults to the
+	// wildcards.
+	ExtraBinds []string
 	// BindToPort makes the port a listener of its own that binds to it,
 	// instead of chains of virtualInbound.
 	BindToPort bool
@@ -378,18 +395,15 @@ func (o Options) virtualAddresses(port int, ipv4ForIPv6 bool) []*listenerv3.Addi
 	return additionalAddresses(extra, port)
 }
 
-// wildcardBind is where a redirected outbound listener that egress
-// entries key on the wildcard (0.0.0.0) listens: the proxy's first
-// wildcard (:: for an IPv6-only proxy), with the others as additional
-// addresses, as Istio binds such listeners to all of the proxy's wildcards
-// (ISTIO_DUAL_STACK or not). Other binds, and listeners that bind to their
-// port, are left as they are.
-func (o Options) wildcardBind(bind string, bindToPort bool, port int) (string, []*listenerv3.AdditionalAddress) {
-	if bindToPort || bind != wildcard {
-		return bind, nil
+// serviceAddresses are the addresses the proxy reaches a service on, the
+// primary first (Options.Addresses; without it, the default address).
+func (o Options) serviceAddresses(svc *model.Service) []string {
+	if o.Addresses != nil {
+		if addrs := o.Addresses(svc); len(addrs) > 0 {
+			return addrs
+		}
 	}
-	ws := o.wildcards()
-	return ws[0], additionalAddresses(ws[1:], port)
+	return []string{svc.DefaultAddress}
 }
 
 // additionalAddresses are the extra addresses of a listener on port.

@@ -37,6 +37,11 @@ type EgressListener struct {
 	// Bind is the address the Sidecar gives (empty: the services' VIPs or
 	// the wildcard, or Localhost when BindToPort).
 	Bind string
+	// ExtraBinds are the other addresses the listeners of Bind listen on
+	// (additional addresses): the other loopback (::1) of a dual-stack
+	// proxy's localhost bind, as Istio binds those to all of the proxy's
+	// localhosts.
+	ExtraBinds []string
 	// BindToPort: the listener binds to its port (captureMode NONE, a
 	// Unix socket, or a proxy that does not redirect).
 	BindToPort bool
@@ -119,7 +124,10 @@ func maskedCIDRs(cidrs []string) []string {
 
 // egressEntry is an outbound listener being built, keyed by bind and port.
 type egressEntry struct {
-	bind       string
+	bind string
+	// extra are the additional addresses of the listener, those of the
+	// service port that created it (Istio keeps the first one's binds)
+	extra      []string
 	port       int
 	bindToPort bool
 	proto      protocol.Instance
@@ -200,18 +208,20 @@ func addEgress(entries map[string]*egressEntry, order *[]string, e EgressListene
 	if svc.Resolution == model.Alias || proto == protocol.UDP {
 		return // another name for a service that has its own listeners; UDP has none
 	}
+	ws := o.wildcards()
 	a := egressAdd{svc: svc, port: port, proto: proto, lp: authn.ListenerProtocolOf(proto), bind: e.bindOrDefault(), bindToPort: e.BindToPort,
-		vss: e.VirtualServices, portName: lp.Name}
+		vss: e.VirtualServices, portName: lp.Name, extra: e.ExtraBinds, wild: ws[0]}
 	if a.bind == "" {
-		// redirected: HTTP shares the wildcard, TCP and sniffed ports take
-		// the VIP; a CIDR address shares the wildcard and its TCP chains
-		// match the CIDR
-		a.bind = wildcard
+		// redirected: HTTP shares the wildcards, TCP and sniffed ports take
+		// the VIP and the service's other addresses for the proxy; a CIDR
+		// address shares the wildcards and its TCP chains match the CIDRs
+		a.bind, a.extra = ws[0], ws[1:]
 		if a.lp != authn.ListenerHTTP && hasVIP(svc) {
-			if strings.Contains(svc.DefaultAddress, "/") {
-				a.cidr = []string{svc.DefaultAddress}
+			addrs := o.serviceAddresses(svc)
+			if strings.Contains(addrs[0], "/") {
+				a.cidr = addrs
 			} else {
-				a.bind = svc.DefaultAddress
+				a.bind, a.extra = addrs[0], addrs[1:]
 			}
 		}
 	}
@@ -247,6 +257,11 @@ type egressAdd struct {
 	// portName is the listener port's name (the service's, or the
 	// Sidecar's for its own port), for outboundClusterStatName
 	portName string
+	// extra are the other addresses of bind (additional addresses)
+	extra []string
+	// wild is the proxy's first wildcard (:: for an IPv6-only proxy): a
+	// listener bound there shares it with HTTP ports, by ALPN
+	wild string
 }
 
 // apply merges the service port into cur (nil: none yet) as Istio's
@@ -260,7 +275,7 @@ func (a egressAdd) apply(cur *egressEntry, o Options) *egressEntry {
 		}
 	case a.lp == authn.ListenerHTTP:
 		p := a.proto
-		if a.bind == wildcard {
+		if a.bind == a.wild {
 			p = protocol.Unsupported // HTTP by ALPN, the rest to the passthrough
 		}
 		switch {
@@ -291,7 +306,7 @@ func (a egressAdd) apply(cur *egressEntry, o Options) *egressEntry {
 }
 
 func (a egressAdd) entry(p protocol.Instance, chains ...*egressChain) *egressEntry {
-	return &egressEntry{bind: a.bind, port: a.port, bindToPort: a.bindToPort, proto: p, chains: chains}
+	return &egressEntry{bind: a.bind, extra: a.extra, port: a.port, bindToPort: a.bindToPort, proto: p, chains: chains}
 }
 
 // wellKnownClash: Mongo and MySQL never share a port with another
@@ -309,11 +324,11 @@ func (a egressAdd) httpChain() *egressChain {
 	switch {
 	case a.port == 0:
 		rds = a.bind
-	case a.lp == authn.ListenerAuto && a.bind != wildcard:
+	case a.lp == authn.ListenerAuto && a.bind != a.wild:
 		rds = a.svc.Hostname + ":" + strconv.Itoa(a.port)
 	}
 	hc := &egressChain{http: true, rds: rds}
-	if a.bind == wildcard || a.lp == authn.ListenerAuto {
+	if a.bind == a.wild || a.lp == authn.ListenerAuto {
 		hc.transport, hc.alpn = authn.TransportRawBuffer, []string{"http/1.1", "h2c"}
 	}
 	return hc
@@ -350,12 +365,11 @@ func (en *egressEntry) merge(chains ...*egressChain) {
 // that matches everything is the default chain (the only chain when it is
 // alone); otherwise the passthrough takes what no chain matches.
 func (en *egressEntry) build(o Options) *listenerv3.Listener {
-	bind, extra := o.wildcardBind(en.bind, en.bindToPort, en.port)
-	name := bind + "_" + strconv.Itoa(en.port)
+	name := en.bind + "_" + strconv.Itoa(en.port)
 	l := &listenerv3.Listener{
 		Name:                name,
-		Address:             egressAddress(bind, en.port),
-		AdditionalAddresses: extra,
+		Address:             egressAddress(en.bind, en.port),
+		AdditionalAddresses: additionalAddresses(en.extra, en.port),
 		TrafficDirection:    core.TrafficDirection_OUTBOUND,
 	}
 	if en.bindToPort {

@@ -34,10 +34,10 @@ const (
 // redisOpTimeout bounds each Redis operation, as Istio sets it.
 var redisOpTimeout = durationpb.New(5 * time.Second)
 
-// ProtocolFilters switch the protocol filters of outbound TCP chains, as
-// Istio's PILOT_ENABLE_MONGO_FILTER (on by default), PILOT_ENABLE_REDIS_FILTER
-// and PILOT_ENABLE_MYSQL_FILTER (off by default) do; the zero value is
-// Istio's default.
+// ProtocolFilters switch the protocol filters of TCP chains, outbound and
+// inbound, as Istio's PILOT_ENABLE_MONGO_FILTER (on by default),
+// PILOT_ENABLE_REDIS_FILTER and PILOT_ENABLE_MYSQL_FILTER (off by default)
+// do; the zero value is Istio's default.
 type ProtocolFilters struct {
 	// NoMongo leaves mongo_proxy out of Mongo ports' chains.
 	NoMongo bool
@@ -47,32 +47,40 @@ type ProtocolFilters struct {
 	MySQL bool
 }
 
-// tcpChainFilters are the network filters of a TCP chain, by the protocol
-// of the port it was built for: mongo_proxy then the TCP proxy (Mongo),
-// redis_proxy alone, its catch-all route to the chain's (first) cluster
-// (Redis), mysql_proxy then the TCP proxy (MySQL), else the TCP proxy.
+// tcpChainFilters are the network filters of an outbound TCP chain, by the
+// protocol of the port it was built for (protocolStack); redis_proxy's
+// catch-all route goes to the chain's cluster, the first weighted one when
+// there are several (Istio names only one).
 func tcpChainFilters(c *egressChain, o Options) []*listenerv3.Filter {
 	tp := tcpChainProxy(c, o)
 	tcp := &listenerv3.Filter{Name: TCPProxyFilter, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(tp)}}
+	name := c.cluster
+	if len(c.weighted) > 0 {
+		name = c.weighted[0].Name
+	}
+	return o.TCP.Protocols.stack(c.stack, tcp, tp.StatPrefix, name)
+}
+
+// stack is the end of a TCP chain for a port's protocol, as Istio's
+// buildNetworkFiltersStack builds it on both sides: mongo_proxy then the
+// TCP proxy (Mongo), redis_proxy alone, its catch-all route to
+// clusterName (Redis), mysql_proxy then the TCP proxy (MySQL), else the TCP
+// proxy; the protocol filters take the TCP proxy's stat prefix.
+func (f ProtocolFilters) stack(p protocol.Instance, tcp *listenerv3.Filter, statPrefix, clusterName string) []*listenerv3.Filter {
 	switch {
-	case c.stack == protocol.Mongo && !o.TCP.Protocols.NoMongo:
-		return []*listenerv3.Filter{typedFilter(MongoProxyFilter, &mongo.MongoProxy{StatPrefix: tp.StatPrefix}), tcp}
-	case c.stack == protocol.Redis && o.TCP.Protocols.Redis:
-		name := c.cluster
-		if len(c.weighted) > 0 {
-			// Istio names only one cluster: the first weighted one
-			name = c.weighted[0].Name
-		}
+	case p == protocol.Mongo && !f.NoMongo:
+		return []*listenerv3.Filter{typedFilter(MongoProxyFilter, &mongo.MongoProxy{StatPrefix: statPrefix}), tcp}
+	case p == protocol.Redis && f.Redis:
 		return []*listenerv3.Filter{typedFilter(RedisProxyFilter, &redis.RedisProxy{
 			LatencyInMicros: true,
-			StatPrefix:      tp.StatPrefix,
+			StatPrefix:      statPrefix,
 			Settings:        &redis.RedisProxy_ConnPoolSettings{OpTimeout: redisOpTimeout},
 			PrefixRoutes: &redis.RedisProxy_PrefixRoutes{
-				CatchAllRoute: &redis.RedisProxy_PrefixRoutes_Route{Cluster: name},
+				CatchAllRoute: &redis.RedisProxy_PrefixRoutes_Route{Cluster: clusterName},
 			},
 		})}
-	case c.stack == protocol.MySQL && o.TCP.Protocols.MySQL:
-		return []*listenerv3.Filter{typedFilter(MySQLProxyFilter, mysqlProxy(tp.StatPrefix)), tcp}
+	case p == protocol.MySQL && f.MySQL:
+		return []*listenerv3.Filter{typedFilter(MySQLProxyFilter, mysqlProxy(statPrefix)), tcp}
 	}
 	return []*listenerv3.Filter{tcp}
 }
@@ -81,8 +89,8 @@ func typedFilter(name string, m proto.Message) *listenerv3.Filter {
 	return &listenerv3.Filter{Name: name, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(m)}}
 }
 
-// isProtocolStack names the filters that end an outbound TCP chain: the
-// side's TCP stats filters go right before the first of them.
+// isProtocolStack names the filters that end a TCP chain: the side's TCP
+// stats filters go right before the first of them.
 func isProtocolStack(name string) bool {
 	switch name {
 	case TCPProxyFilter, MongoProxyFilter, RedisProxyFilter, MySQLProxyFilter:

@@ -105,8 +105,8 @@ func (a egressAdd) routedChains(o Options) (out []*egressChain, terminal bool) {
 
 // defaultTCPChain goes to the service's only port when it has one (a
 // Sidecar port that is not the service's, a socket), else to the listener's
-// port, as Istio picks the cluster; TLS without a VIP on the wildcard
-// matches by SNI.
+// port, as Istio picks the cluster (a TLS port's server names:
+// outbound_tls_routes.go fallbackSNI).
 func (a egressAdd) defaultTCPChain(o Options) *egressChain {
 	cp := a.port
 	if len(a.svc.Ports) == 1 {
@@ -119,9 +119,6 @@ func (a egressAdd) defaultTCPChain(o Options) *egressChain {
 	if o.TCP.StatName != "" {
 		// Istio knows only the number of the port here
 		tc.statPrefix = statPrefix(o.TCP.StatName, a.svc.Hostname, "", cp, "", a.svc)
-	}
-	if a.proto.IsTLS() && a.bind == wildcard && (!hasVIP(a.svc) || len(a.cidr) > 0) {
-		tc.sni = []string{a.svc.Hostname}
 	}
 	return tc
 }

@@ -53,7 +53,8 @@ func (g *SidecarGenerators) inboundTargets(push *model.PushContext, proxy *model
 		// Istio) but gets no chains
 		t.NoListener = !canBind(t.BindToPort, t.Bind, port, t.Protocol)
 		if t.Bind == "" {
-			t.Bind = sidecarInboundBind(proxy)
+			binds := sidecarInboundBinds(proxy)
+			t.Bind, t.ExtraBinds = binds[0], binds[1:]
 		}
 		// the services behind the port, for telemetry; a Sidecar-named
 		// placeholder when none targets it

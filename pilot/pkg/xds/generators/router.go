@@ -46,20 +46,27 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 	if g.FilterGatewayClusters && len(auto) == 0 {
 		services = referencedServices(push, proxy, merged, services)
 	}
+	mode := proxy.IPMode()
 	for _, svc := range services {
 		svc := svc
 		dr := destinationRule(push, proxy, svc)
 		// not shared with sidecars: a router's clusters of ports without a
-		// declared protocol do not follow the downstream's HTTP version
-		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: "router|" + svc.Key(), patches: ps.Key()}
-		res.Append(g.cache.get(push, key, 0, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
+		// declared protocol do not follow the downstream's HTTP version.
+		// Gateways of one deployment share them unless their IP modes
+		// differ: DNS clusters resolve the proxy's family (V6_ONLY for an
+		// IPv6-only gateway, ALL for a dual-stack one under ISTIO_DUAL_STACK)
+		// The endpoint version keys what the clusters read of the
+		// endpoints (auto mTLS, service accounts), as for sidecars.
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: "router|" + svc.Key() + "|" + mode.String(), patches: ps.Key()}
+		version := g.endpointsVersion(svc)
+		res.Append(g.cache.get(push, key, version, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
 		if coveredBy(svc.Hostname, auto) {
-			key.name = "sni-dnat|" + svc.Key()
-			res.Append(g.cache.get(push, key, 0, func() xds.Generated {
+			key.name = "sni-dnat|" + svc.Key() + "|" + mode.String()
+			res.Append(g.cache.get(push, key, version, func() xds.Generated {
 				opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), Endpoints: func(p *model.Port) []*model.IstioEndpoint {
 					eps, _ := g.orderedEndpoints(svc)
 					return portEndpoints(eps, p)
-				}}
+				}, IPMode: mode, DualStack: g.DualStack, IPv4ForIPv6: g.IPv4OutboundForIPv6, RedisMaglev: g.ProtocolFilters.Redis}
 				cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildSNIDNAT(svc, opts))
 				return toResources(xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 			}))
@@ -71,6 +78,11 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 	return res
 }
 
+// routerListeners are built for each gateway proxy, never cached: besides
+// its merged gateway they follow the proxy's IDLE_TIMEOUT (TCP proxies and
+// connection managers), IP mode (wildcard and additional addresses), its
+// PROXY_CONFIG and certificates, so two gateways of one deployment may
+// differ in them.
 func (g *SidecarGenerators) routerListeners(proxy *model.Proxy, push *model.PushContext) xds.Generated {
 	var left []string
 	opts := g.gatewayListenerOptions(proxy, push, &left)
@@ -86,28 +98,22 @@ func (g *SidecarGenerators) routerListeners(proxy *model.Proxy, push *model.Push
 func (g *SidecarGenerators) gatewayListenerOptions(proxy *model.Proxy, push *model.PushContext, problems *[]string) listener.GatewayOptions {
 	vsFor := virtualServicesFor(push, proxy)
 	tel := telemetry.Compute(push.Telemetry(proxy), push.Mesh)
+	// TCP and TLS routes resolve their destinations as a sidecar's
+	// outbound TCP chains do, with the same protocol filter switches
+	tcp := tcpRouting(push, proxy)
+	tcp.Protocols = g.ProtocolFilters
 	return listener.GatewayOptions{
 		Options: listener.Options{AccessLogFile: push.Mesh.GetAccessLogFile(), AccessLogFormat: push.Mesh.GetAccessLogFormat(),
 			Tracing: telemetry.Tracing(push.Mesh, telemetryProxy(proxy)), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
 			InboundTCPPolicy: g.inboundTCPPolicy(push, proxy), TelemetryOut: listenerTelemetry(push, proxy, tel, telemetry.Gateway),
-			ConnectionSettings: listener.ResolveConnectionSettings(proxy.ProxyConfigOrDefault(push.Mesh.GetDefaultConfig()), push.Mesh.GetDefaultConfig(), true)},
+			ConnectionSettings: listener.ResolveConnectionSettings(proxy.ProxyConfigOrDefault(push.Mesh.GetDefaultConfig()), push.Mesh.GetDefaultConfig(), true),
+			TCP:                tcp, IdleTimeout: listener.ParseIdleTimeout(proxyIdleTimeout(proxy)),
+			Wildcards: wildcards(proxy), DualStack: g.DualStack},
 		Merged:          g.mergedGateway(push, proxy),
 		VirtualServices: vsFor,
-		Cluster: func(d *networking.Destination, port int) string {
-			return cluster.SubsetKey(cluster.Outbound, d.Subset, d.Host, route.DestinationPort(d, push.ServiceForHostname(proxy, d.Host), port))
-		},
-		Services: push.ServicesForProxy(proxy),
-		Subsets: func(svc *model.Service) []string {
-			var out []string
-			if dr := destinationRule(push, proxy, svc).Rule(); dr != nil {
-				for _, s := range dr.Spec.(*networking.DestinationRule).GetSubsets() {
-					out = append(out, s.Name)
-				}
-			}
-			return out
-		},
-		Topology:     proxyConfig(push, proxy).GetGatewayTopology(),
-		Unprivileged: unprivileged(proxy),
+		Services:        push.ServicesForProxy(proxy),
+		Topology:        proxyConfig(push, proxy).GetGatewayTopology(),
+		Unprivileged:    unprivileged(proxy),
 		TLSInputs: listener.GatewayTLS{Defaults: push.Mesh.GetTlsDefaults(), Certs: authn.ServerCertsFromMetadata(proxy.Metadata),
 			CredentialError: g.credentialError(proxy)},
 		Problems: problems,

@@ -45,8 +45,8 @@ type SidecarGenerators struct {
 	// TLS on its port (ENABLE_TLS_ON_SIDECAR_INGRESS; off, as in Istio:
 	// the tls block is then ignored).
 	SidecarIngressTLS bool
-	// ProtocolFilters switch the Mongo, Redis and MySQL filters of
-	// outbound TCP chains (PILOT_ENABLE_MONGO_FILTER, on, and
+	// ProtocolFilters switch the Mongo, Redis and MySQL filters of TCP
+	// chains, outbound and inbound (PILOT_ENABLE_MONGO_FILTER, on, and
 	// PILOT_ENABLE_REDIS_FILTER and PILOT_ENABLE_MYSQL_FILTER, off, as in
 	// Istio: the zero value).
 	ProtocolFilters listener.ProtocolFilters
@@ -209,15 +209,10 @@ func (g *SidecarGenerators) outboundClusters(push *model.PushContext, proxy *mod
 	opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), ServiceAccounts: g.serviceAccounts(svc), Router: proxy.Type == model.Router,
 		PeerDisabled: authn.DestinationMode(push, push.RootNamespace(), svc.Attributes.Namespace) == authn.ModeDisable,
 		DualStack:    g.DualStack, IPv4ForIPv6: g.IPv4OutboundForIPv6, RedisMaglev: g.ProtocolFilters.Redis,
-		Endpoints: func(p *model.Port) []*model.IstioEndpoint {
+		IPMode: proxy.IPMode(), Endpoints: func(p *model.Port) []*model.IstioEndpoint {
 			eps, _ := g.orderedEndpoints(svc)
 			return portEndpoints(eps, p)
 		}}
-	if proxy.Type != model.Router {
-		// a gateway's cluster keys leave the IP mode out: its DNS
-		// clusters resolve IPv4
-		opts.IPMode = proxy.IPMode()
-	}
 	cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildOutbound(svc, opts))
 	return toResources(xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 }
@@ -252,6 +247,11 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	opts.Egress = egressListeners(push.SidecarScope(proxy), proxy)
 	opts.VirtualServices, opts.TCP = push.SidecarScope(proxy).VirtualServices(), tcpRouting(push, proxy)
 	opts.TCP.Protocols = g.ProtocolFilters
+	// the addresses of services' listeners follow the proxy's cluster and
+	// IP mode; the server names of TLS ports its DNS domain
+	clusterID, ipMode := proxy.ClusterID(), proxy.IPMode()
+	opts.Addresses = func(svc *model.Service) []string { return svc.AddressesForProxy(clusterID, ipMode) }
+	opts.DNSDomain = proxy.DNSDomain
 	idle := proxyIdleTimeout(proxy)
 	opts.IdleTimeout = listener.ParseIdleTimeout(idle)
 	canBind := bindChecker(proxy, []int{int(push.Mesh.GetProxyListenPort()), int(push.Mesh.GetProxyInboundListenPort())})
@@ -279,9 +279,13 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	// of the proxy is its namespace (sourceNamespace) and the labels tcp
 	// and tls sourceLabels and DestinationRule workload selectors pick,
 	// which is exactly what routeScope adds to the scope. Their TCP proxies
-	// and HTTP connection managers also take the proxy's IDLE_TIMEOUT.
+	// and HTTP connection managers also take the proxy's IDLE_TIMEOUT; the
+	// addresses of services' listeners its cluster (a Kubernetes service's
+	// VIPs there), and the server names of TLS ports its DNS domain (the
+	// short names of ExternalName aliases).
 	key := cacheKey{typeURL: xds.ListenerType, namespace: g.routeScope(push, proxy),
-		name:    tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster + "|" + egressKey(proxy) + "|" + opts.SelfIP + "|" + idle,
+		name: tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster + "|" + egressKey(proxy) + "|" + opts.SelfIP + "|" + idle +
+			"|" + clusterID + "|" + proxy.DNSDomain,
 		patches: ps.Key()}
 	// their HTTP connection managers also follow the proxy's resolved
 	// connectionSettings (its PROXY_CONFIG, else the mesh's defaultConfig)

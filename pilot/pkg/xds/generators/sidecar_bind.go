@@ -96,24 +96,32 @@ func wildcards(proxy *model.Proxy) []string {
 	return []string{"0.0.0.0"}
 }
 
-// localhost is the proxy's loopback address by its IP family.
-func localhost(proxy *model.Proxy) string {
-	if wildcards(proxy)[0] == "::" {
-		return "::1"
+// localhosts are the proxy's loopback addresses by its IP mode, as Istio's
+// getWildcardsAndLocalHost: 127.0.0.1, ::1 for an IPv6-only proxy, both,
+// 127.0.0.1 first, for a dual-stack one (a listener bound there listens
+// on both, whatever ISTIO_DUAL_STACK says).
+func localhosts(proxy *model.Proxy) []string {
+	switch proxy.IPMode() {
+	case model.IPv6:
+		return []string{"::1"}
+	case model.Dual:
+		return []string{listener.Localhost, "::1"}
 	}
-	return listener.Localhost
+	return []string{listener.Localhost}
 }
 
-// sidecarInboundBind is where a Sidecar ingress listener without a bind
-// is named and bound: the proxy's first global unicast address, else the
-// wildcard.
-func sidecarInboundBind(proxy *model.Proxy) string {
+// sidecarInboundBinds are where a Sidecar ingress listener without a bind
+// is named and bound, as Istio's getSidecarInboundBindIPs: the proxy's
+// first global unicast address, else its wildcards (the first is the
+// name; a dual-stack proxy's listener that binds to its port also listens
+// on the second under ISTIO_DUAL_STACK).
+func sidecarInboundBinds(proxy *model.Proxy) []string {
 	for _, ip := range proxy.IPAddresses {
 		if a, err := netip.ParseAddr(ip); err == nil && a.IsGlobalUnicast() {
-			return a.String()
+			return []string{a.String()}
 		}
 	}
-	return wildcards(proxy)[0]
+	return wildcards(proxy)
 }
 
 // egressListeners resolves the Sidecar's egress listeners for the proxy
@@ -145,7 +153,8 @@ func egressListeners(sc *model.SidecarScope, proxy *model.Proxy) []listener.Egre
 			el.BindToPort = true
 		}
 		if el.Bind == "" && el.BindToPort {
-			el.Bind = localhost(proxy)
+			lh := localhosts(proxy)
+			el.Bind, el.ExtraBinds = lh[0], lh[1:]
 		}
 		out = append(out, el)
 	}

@@ -17,6 +17,27 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 )
 
+// checkCaseValid connects to a golden case and runs Envoy's own validation
+// on every cluster and listener it gets (there must be some of each).
+func checkCaseValid(t *testing.T, name string) {
+	t.Helper()
+	c := connectCase(t, name)
+	for _, typ := range []string{xds.ClusterType, xds.ListenerType} {
+		if len(c.State(typ)) == 0 {
+			t.Fatalf("no %s", typ)
+		}
+		for _, n := range c.State(typ) {
+			m, ok := c.Resource(typ, n).(interface{ ValidateAll() error })
+			if !ok {
+				t.Fatalf("%s %s: not a validating message", typ, n)
+			}
+			if err := m.ValidateAll(); err != nil {
+				t.Errorf("%s %s: %v", typ, n, err)
+			}
+		}
+	}
+}
+
 // connectCase serves a golden case and returns a client holding every
 // cluster, listener and the case's routes.
 func connectCase(t *testing.T, name string) *adsc.Client {

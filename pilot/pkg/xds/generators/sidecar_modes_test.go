@@ -23,18 +23,7 @@ import (
 func TestInterceptionAndIPModeResourcesValid(t *testing.T) {
 	for _, name := range []string{"sidecar-tproxy", "sidecar-dual-stack", "sidecar-ipv6", "sidecar-detection-timeout"} {
 		t.Run(name, func(t *testing.T) {
-			c := connectCase(t, name)
-			for _, typ := range []string{xds.ClusterType, xds.ListenerType} {
-				for _, n := range c.State(typ) {
-					m, ok := c.Resource(typ, n).(interface{ ValidateAll() error })
-					if !ok {
-						t.Fatalf("%s %s: not a validating message", typ, n)
-					}
-					if err := m.ValidateAll(); err != nil {
-						t.Errorf("%s %s: %v", typ, n, err)
-					}
-				}
-			}
+			checkCaseValid(t, name)
 		})
 	}
 }
