@@ -82,8 +82,9 @@
 // the target route); per change round the time from the edit to the last
 // sidecar's new route (the report's total is the median of the rounds);
 // the CPU seconds of each phase; and at the end, with every sidecar still
-// connected, RSS, peak RSS (VmHWM) and the live heap again, and the RSS and
-// heap each sidecar adds over the no-sidecar baseline.
+// connected and after -settle of idling again (the steady state), RSS,
+// peak RSS (VmHWM) and the live heap again, and the RSS and heap each
+// sidecar adds over the no-sidecar baseline.
 //
 // By default every sidecar dials at once (-dial-concurrency only bounds the
 // connections being opened): the worst case of a control plane restart.

@@ -22,7 +22,7 @@ func main() {
 	flag.StringVar(&o.Istiod, "istiod", "", "control planes to measure one after the other, comma-separated: self (build ./cmd/istiod, the default), peer (Istio's pilot-discovery, `make peerbin`), a path, or meshplane=PATH / istio=PATH")
 	flag.BoolVar(&o.Kube, "kube", false, "serve the mesh from a real kube-apiserver + etcd (tests/kube) instead of files; needed for Istio's pilot-discovery")
 	flag.IntVar(&o.Repeat, "repeat", o.Repeat, "times the VirtualService is changed; the report gives the median")
-	flag.DurationVar(&o.Settle, "settle", o.Settle, "idle time after istiod is ready before its no-sidecar memory is read")
+	flag.DurationVar(&o.Settle, "settle", o.Settle, "idle time after istiod is ready, and after the last change round, before its no-sidecar and steady-state memory are read")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the work directory (generated mesh, istiod log)")
 	flag.StringVar(&o.IstiodCPUProfile, "istiod-cpuprofile", "", "record each control plane's CPU profile of the change rounds into this file (.<flavor> appended)")
 	flag.StringVar(&o.IstiodHeapProfile, "istiod-heapprofile", "", "write istiod's heap profile at the end (sidecars still connected) to this file")

@@ -47,7 +47,8 @@ type Options struct {
 	// waits for every sidecar); the report gives the median. Default 1.
 	Repeat int
 	// Settle is how long istiod idles after /ready before its baseline
-	// memory (no sidecar connected) is read.
+	// memory (no sidecar connected) is read, and after the last change
+	// round before its steady-state memory is.
 	Settle time.Duration
 	// Keep leaves the work directory (mesh, istiod log) in place.
 	Keep bool
@@ -335,6 +336,13 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 	r.ChangeResponses = f.count.responses.Load() - r.Responses
 	for i := range f.count.bytes {
 		r.ChangeBytes += f.count.bytes[i].Load() - r.Bytes[i]
+	}
+	// the steady state, as for the baseline: after the same idle time
+	// (the peak is reported apart)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(o.Settle):
 	}
 	r.IstiodRSS, r.IstiodPeakRSS = procstat.Memory(strconv.Itoa(pid))
 	if ms, err := d.memStats(); err == nil {

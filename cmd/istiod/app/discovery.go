@@ -78,7 +78,7 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 	if err := securityFromEnv(&a.Security); err != nil {
 		return err
 	}
-	mongo := !a.NoMongoFilter
+	mongo, release := !a.NoMongoFilter, !a.KeepIdleMemory
 	for _, e := range []struct {
 		name string
 		dst  *bool
@@ -96,6 +96,7 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 		{"PILOT_ENABLE_MONGO_FILTER", &mongo},
 		{"PILOT_ENABLE_REDIS_FILTER", &a.RedisFilter},
 		{"PILOT_ENABLE_MYSQL_FILTER", &a.MySQLFilter},
+		{"ISTIOD_RELEASE_IDLE_MEMORY", &release},
 	} {
 		if v := os.Getenv(e.name); v != "" {
 			b, err := strconv.ParseBool(v)
@@ -105,7 +106,7 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 			*e.dst = b
 		}
 	}
-	a.NoMongoFilter = !mongo
+	a.NoMongoFilter, a.KeepIdleMemory = !mongo, !release
 	return nil
 }
 

@@ -31,3 +31,17 @@ func TestProtocolFiltersFromEnv(t *testing.T) {
 		t.Error("a bad PILOT_ENABLE_REDIS_FILTER is accepted")
 	}
 }
+
+// The idle heap goes back to the OS after push bursts unless
+// ISTIOD_RELEASE_IDLE_MEMORY says false.
+func TestIdleMemoryReleaseFromEnv(t *testing.T) {
+	a := bootstrap.DefaultArgs()
+	if err := argsFromEnv(&a); err != nil || a.KeepIdleMemory {
+		t.Fatalf("default: keep=%v, %v", a.KeepIdleMemory, err)
+	}
+	t.Setenv("ISTIOD_RELEASE_IDLE_MEMORY", "false")
+	a = bootstrap.DefaultArgs()
+	if err := argsFromEnv(&a); err != nil || !a.KeepIdleMemory {
+		t.Errorf("ISTIOD_RELEASE_IDLE_MEMORY=false: keep=%v, %v", a.KeepIdleMemory, err)
+	}
+}

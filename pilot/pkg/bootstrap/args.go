@@ -47,6 +47,10 @@ type PilotArgs struct {
 	NoMongoFilter bool
 	RedisFilter   bool
 	MySQLFilter   bool
+	// KeepIdleMemory turns off handing the heap's free pages back to the
+	// OS once a push burst is over (ISTIOD_RELEASE_IDLE_MEMORY=false; ours,
+	// on by default: see pkg/memrelease).
+	KeepIdleMemory bool
 	// SharedMeshConfig names a ConfigMap overlaid under the mesh config
 	// (SHARED_MESH_CONFIG).
 	SharedMeshConfig string

@@ -29,6 +29,7 @@ import (
 	"github.com/meshplane/istiod/pkg/kube/leaderelection"
 	"github.com/meshplane/istiod/pkg/kube/namespace"
 	"github.com/meshplane/istiod/pkg/log"
+	"github.com/meshplane/istiod/pkg/memrelease"
 )
 
 var scope = log.RegisterScope("bootstrap", "server wiring")
@@ -338,6 +339,15 @@ func (s *Server) Start() error {
 			scope.Infof("config sources synced in %v", time.Since(start).Round(time.Millisecond))
 		}
 	}()
+	if !s.args.KeepIdleMemory {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			memrelease.Run(memrelease.Options{Released: func(free uint64) {
+				scope.Debugf("returned %d MiB of free heap to the OS after a quiet second", free>>20)
+			}}, s.internalStop)
+		}()
+	}
 	// the listeners of fixed addresses are bound before those on port 0, so
 	// that a port picked by the kernel never takes one a flag names
 	if err := s.startDiscovery(); err != nil {
