@@ -1,6 +1,8 @@
 package route
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +52,7 @@ type Options struct {
 	Gateway     string
 	// LookupService finds the service of a destination host as the proxy
 	// sees it (nil: destinations without a port use the route's port).
+	// Routes read of it only SinglePort.
 	LookupService func(host string) *model.Service
 	// Hash is the consistent hash of a destination's DestinationRule, as
 	// the proxy sees the rule (nil: none); ServiceHash that of a service
@@ -72,29 +75,77 @@ func GatewaySemantics(vs *config.Config) bool {
 
 // BuildRouteConfiguration builds the configuration of one port.
 func BuildRouteConfiguration(port int, services []ServiceRoutes, o Options) *routev3.RouteConfiguration {
+	SortServiceRoutes(services)
+	rc := NewRouteConfiguration(port)
+	for _, sr := range services {
+		rc.VirtualHosts = append(rc.VirtualHosts, BuildVirtualHost(sr, port, o))
+	}
+	rc.VirtualHosts = append(rc.VirtualHosts, CatchAll(o.AllowAny))
+	return rc
+}
+
+// SortServiceRoutes puts services in the order of their virtual hosts in
+// the port's configuration: by hostname.
+func SortServiceRoutes(services []ServiceRoutes) {
 	sort.Slice(services, func(i, j int) bool { return services[i].Service.Hostname < services[j].Service.Hostname })
-	rc := &routev3.RouteConfiguration{
+}
+
+// NewRouteConfiguration is the configuration of a port without its
+// virtual hosts: the fields every port's configuration has.
+func NewRouteConfiguration(port int) *routev3.RouteConfiguration {
+	return &routev3.RouteConfiguration{
 		Name:                           strconv.Itoa(port),
 		ValidateClusters:               wrapperspb.Bool(false),
 		MaxDirectResponseBodySizeBytes: wrapperspb.UInt32(1 << 20),
 		IgnorePortInHostMatching:       true,
 	}
-	for _, sr := range services {
-		vh := &routev3.VirtualHost{
-			Name:                       sr.Service.Hostname + ":" + strconv.Itoa(port),
-			Domains:                    Domains(sr.Service, port, o),
-			IncludeRequestAttemptCount: true,
-		}
-		if sr.VirtualService != nil {
-			vh.Routes = translateVirtualService(sr.VirtualService, port, o)
-		}
-		if len(vh.Routes) == 0 && sr.VirtualService == nil {
-			vh.Routes = []*routev3.Route{defaultRoute(sr.Service, port, o)}
-		}
-		rc.VirtualHosts = append(rc.VirtualHosts, vh)
+}
+
+// BuildVirtualHost is the virtual host of one service on the port. It
+// reads of the service only its hostname and Domains, and of the options
+// only ProxyNamespace and DomainSuffix (through Domains), the proxy labels
+// (through SourceLabelsKey), Gateway, LookupService, Hash, ServiceHash and
+// MeshRetry: callers that share virtual hosts between proxies key them by
+// exactly these.
+func BuildVirtualHost(sr ServiceRoutes, port int, o Options) *routev3.VirtualHost {
+	vh := &routev3.VirtualHost{
+		Name:                       sr.Service.Hostname + ":" + strconv.Itoa(port),
+		Domains:                    Domains(sr.Service, port, o),
+		IncludeRequestAttemptCount: true,
 	}
-	rc.VirtualHosts = append(rc.VirtualHosts, catchAll(o.AllowAny))
-	return rc
+	if sr.VirtualService != nil {
+		vh.Routes = translateVirtualService(sr.VirtualService, port, o)
+	}
+	if len(vh.Routes) == 0 && sr.VirtualService == nil {
+		vh.Routes = []*routev3.Route{defaultRoute(sr.Service, port, o)}
+	}
+	return vh
+}
+
+// SourceLabelsKey says which HTTP matches of a VirtualService the labels
+// select (sourceLabels), the only way the proxy's labels reach its routes:
+// proxies whose keys agree get the same routes from it. "" when no match
+// selects on labels.
+func SourceLabelsKey(vs *networking.VirtualService, labels map[string]string) string {
+	var b []byte
+	selects := false
+	for _, hr := range vs.GetHttp() {
+		for _, m := range hr.GetMatch() {
+			switch {
+			case len(m.GetSourceLabels()) == 0:
+				b = append(b, '-')
+			case labelsMatch(m.SourceLabels, labels):
+				b, selects = append(b, '1'), true
+			default:
+				b, selects = append(b, '0'), true
+			}
+		}
+		b = append(b, '|')
+	}
+	if !selects {
+		return ""
+	}
+	return string(b)
 }
 
 // Domains are the names a service answers to from the proxy: FQDN, FQDN
@@ -113,8 +164,12 @@ func Domains(svc *model.Service, port int, o Options) []string {
 			out = append(out, nameNS, nameNS+".svc")
 		}
 	}
-	for _, addrs := range svc.ClusterVIPs.Addresses {
-		for _, a := range addrs {
+	// clusters in a fixed order: the map's would make the configuration,
+	// and its version, change from one build to the next (with one cluster,
+	// as everywhere today, this is that cluster's VIPs; Istio lists only
+	// the proxy's cluster's, which matters once multicluster exists)
+	for _, c := range slices.Sorted(maps.Keys(svc.ClusterVIPs.Addresses)) {
+		for _, a := range svc.ClusterVIPs.Addresses[c] {
 			if a != "" && a != model.UnspecifiedIP {
 				out = append(out, a)
 			}
@@ -168,7 +223,9 @@ func defaultRoute(svc *model.Service, port int, o Options) *routev3.Route {
 	}
 }
 
-func catchAll(allowAny bool) *routev3.VirtualHost {
+// CatchAll is the last virtual host of a port: unknown hosts go to the
+// passthrough cluster, or get a 502 under REGISTRY_ONLY.
+func CatchAll(allowAny bool) *routev3.VirtualHost {
 	if allowAny {
 		return &routev3.VirtualHost{Name: AllowAny, Domains: []string{"*"}, IncludeRequestAttemptCount: true,
 			Routes: []*routev3.Route{{

@@ -162,10 +162,19 @@ func DestinationPort(d *networking.Destination, svc *model.Service, port int) in
 	if n := d.GetPort().GetNumber(); n != 0 {
 		return int(n)
 	}
-	if svc != nil && len(svc.Ports) == 1 {
-		return svc.Ports[0].Port
+	if p, ok := SinglePort(svc); ok {
+		return p
 	}
 	return port
+}
+
+// SinglePort is all routes read of a service Options.LookupService finds:
+// its port when it has exactly one.
+func SinglePort(svc *model.Service) (int, bool) {
+	if svc != nil && len(svc.Ports) == 1 {
+		return svc.Ports[0].Port, true
+	}
+	return 0, false
 }
 
 // destinationCluster names the cluster of a destination (see

@@ -65,6 +65,11 @@ type SidecarGenerators struct {
 	// clusterCache holds the outbound clusters of sidecars: apart from
 	// the cache, because its entries outlive snapshots (carryClusters)
 	clusterCache snapshotCache[cacheKey]
+	// vhosts are the encoded virtual hosts sidecar route configurations
+	// are assembled from; fullRoutes builds every configuration whole
+	// instead (tests and benchmarks compare the two)
+	vhosts     vhostCache
+	fullRoutes bool
 
 	sec   atomic.Pointer[snapshotSecurity]
 	rl    atomic.Pointer[routeLabels]
@@ -392,6 +397,13 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 				if byPort == nil {
 					byPort = routesByPort(push, proxy)
 				}
+				if ps.Empty() && !g.fullRoutes {
+					// assembled from virtual hosts shared across scopes
+					// and snapshots (routes_incremental.go)
+					if res, ok := g.assembledRoutes(push, proxy, port, byPort[port], opts); ok {
+						return res
+					}
+				}
 				rc = route.BuildRouteConfiguration(port, byPort[port], opts)
 			}
 			rcs := g.patchRoutes(push, proxy, ps, envoyfilter.PatchContext{}, []*routeCfg{rc})
@@ -581,19 +593,30 @@ func logPolicyWarnings(proxy *model.Proxy, ws []authz.Warning) {
 // withHashes gives route options the consistent hashes of the
 // DestinationRules the proxy uses, and the mesh's default retry policy.
 func withHashes(o *route.Options, push *model.PushContext, proxy *model.Proxy) {
-	sc := push.SidecarScope(proxy)
-	ruleOf := func(host string) *networking.DestinationRule {
-		if cfg := sc.DestinationRule(proxy, host).Rule(); cfg != nil {
-			dr, _ := cfg.Spec.(*networking.DestinationRule)
-			return dr
-		}
-		return nil
-	}
+	hashesFrom(o, routeRules(push, proxy))
+	o.MeshRetry = push.Mesh.GetDefaultHttpRetryPolicy()
+}
+
+// hashesFrom gives route options the consistent hashes of the rules ruleOf
+// finds.
+func hashesFrom(o *route.Options, ruleOf func(host string) *networking.DestinationRule) {
 	o.Hash = func(d *networking.Destination) *networking.LoadBalancerSettings_ConsistentHashLB {
 		return route.DestinationHash(ruleOf(d.GetHost()), d)
 	}
 	o.ServiceHash = func(svc *model.Service, port int) *networking.LoadBalancerSettings_ConsistentHashLB {
 		return route.ServiceHash(ruleOf(svc.Hostname), port)
 	}
-	o.MeshRetry = push.Mesh.GetDefaultHttpRetryPolicy()
+}
+
+// routeRules finds the DestinationRule the proxy uses for a host, the one
+// whose consistent hash its routes take (nil: none).
+func routeRules(push *model.PushContext, proxy *model.Proxy) func(host string) *networking.DestinationRule {
+	sc := push.SidecarScope(proxy)
+	return func(host string) *networking.DestinationRule {
+		if cfg := sc.DestinationRule(proxy, host).Rule(); cfg != nil {
+			dr, _ := cfg.Spec.(*networking.DestinationRule)
+			return dr
+		}
+		return nil
+	}
 }
