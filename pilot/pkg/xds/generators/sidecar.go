@@ -62,9 +62,11 @@ type SidecarGenerators struct {
 	cache snapshotCache[cacheKey]
 	eds   snapshotCache[edsKey]
 
-	// clusterCache holds the outbound clusters of sidecars: apart from
-	// the cache, because its entries outlive snapshots (carryClusters)
-	clusterCache snapshotCache[cacheKey]
+	// clusterCache and listenerCache hold the outbound clusters and
+	// listeners of sidecars: apart from the cache, because their entries
+	// outlive snapshots (carryClusters, carryListeners)
+	clusterCache  snapshotCache[cacheKey]
+	listenerCache snapshotCache[cacheKey]
 	// vhosts are the encoded virtual hosts sidecar route configurations
 	// are assembled from; fullRoutes builds every configuration whole
 	// instead (tests and benchmarks compare the two)
@@ -208,6 +210,60 @@ func carryClusters(push *model.PushContext, prevSeq uint64) bool {
 	return push.ChangedOnlySince(prevSeq, kindsKeepingClusters)
 }
 
+// carryListeners lets a snapshot reuse the outbound listeners of the one
+// before when only VirtualServices changed in between: a listener reads
+// VirtualServices only for their tcp and tls routes, which its key names
+// (listenerRoutesKey). Everything else it reads (services, rules,
+// Telemetry, EnvoyFilters, PeerAuthentication, the mesh) is left out.
+func carryListeners(push *model.PushContext, prevSeq uint64) bool {
+	return push.ChangedOnlySince(prevSeq, []kind.Kind{kind.VirtualService, kind.Gateway})
+}
+
+// listenerRoutesKey names the VirtualServices with tcp or tls routes a
+// proxy's outbound listeners read, by namespace, name and resourceVersion,
+// in order. It pins the listeners to the snapshot (never carried) for a
+// scope from a Sidecar, for a scope with a passthrough (headless) service,
+// and when a VirtualService has no resourceVersion to tell its versions
+// apart.
+func listenerRoutesKey(push *model.PushContext, proxy *model.Proxy, opts listener.Options) string {
+	pinned := "seq=" + strconv.FormatUint(push.Seq(), 10)
+	sc := push.SidecarScope(proxy)
+	if sc.Sidecar != nil {
+		return pinned
+	}
+	for _, svc := range sc.Services() {
+		if svc.Resolution == model.Passthrough {
+			// a headless service's listeners follow its endpoints as of
+			// each full push (headlessInstances): built afresh each time
+			return pinned
+		}
+	}
+	var b strings.Builder
+	add := func(vss []*config.Config) bool {
+		for _, vs := range vss {
+			spec, ok := vs.Spec.(*networking.VirtualService)
+			if !ok || len(spec.GetTcp())+len(spec.GetTls()) == 0 {
+				continue
+			}
+			if vs.ResourceVersion == "" {
+				return false
+			}
+			b.WriteString(vs.Namespace + "/" + vs.Name + "@" + vs.ResourceVersion + ",")
+		}
+		return true
+	}
+	if !add(opts.VirtualServices) {
+		return pinned
+	}
+	for _, e := range opts.Egress {
+		b.WriteByte(';')
+		if !add(e.VirtualServices) {
+			return pinned
+		}
+	}
+	return b.String()
+}
+
 // outboundClusters are the outbound clusters of one service under the
 // destination rule a proxy uses for it.
 func (g *SidecarGenerators) outboundClusters(push *model.PushContext, proxy *model.Proxy, svc *model.Service, dr *model.ConsolidatedDestRule, ps *envoyfilter.Patches) xds.Generated {
@@ -295,7 +351,13 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	// their HTTP connection managers also follow the proxy's resolved
 	// connectionSettings (its PROXY_CONFIG, else the mesh's defaultConfig)
 	key.name += "|" + listener.ConnectionSettingsKey(opts.ConnectionSettings)
-	outbound := g.cache.get(push, key, 0, func() xds.Generated {
+	// Across snapshots (carryListeners) the VirtualServices are named by
+	// what they are: those with tcp or tls routes, by resourceVersion (no
+	// other VirtualService changes a listener); a scope from a Sidecar,
+	// whose services a VirtualService may import, keeps its listeners to
+	// its own snapshot.
+	key.name += "|" + listenerRoutesKey(push, proxy, opts)
+	outbound := g.listenerCache.getCarried(push, key, 0, carryListeners, func() xds.Generated {
 		ls := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, listener.BuildOutbound(listenerServices(push.SidecarScope(proxy)), opts))
 		return toResources(xds.ListenerType, ls, listenerName)
 	})
