@@ -82,6 +82,9 @@ func BuildOutbound(svc *model.Service, opts Options) []*clusterv3.Cluster {
 	if opts.DestinationRule != nil {
 		dr, _ = opts.DestinationRule.Spec.(*networking.DestinationRule)
 	}
+	if IsDynamicDNS(svc) {
+		return buildDynamicDNS(svc, dr, opts)
+	}
 	for _, port := range svc.Ports {
 		if port.Protocol == protocol.UDP {
 			continue

@@ -62,9 +62,26 @@ func connectionManager(statPrefix string, d telemetry.Direction, o Options) *hcm
 			rid = uuidNoSampling()
 		}
 	}
+	filters := httpFilters(d, o.InboundHTTPPolicy, stats)
+	if d == telemetry.Outbound {
+		// forward proxy filters go right before the router: the one of
+		// the DYNAMIC_DNS service the chain was built for, then under
+		// ALLOW_ANY_DYNAMIC_DNS the shared one, for the catch-all host
+		// that ends every outbound route configuration
+		n := len(filters) - 1
+		router := filters[n]
+		filters = filters[:n:n]
+		if o.serviceDNSCache != nil {
+			filters = append(filters, dynamicForwardProxy(o.serviceDNSCache))
+		}
+		if o.DynamicDNSCache != nil {
+			filters = append(filters, dynamicForwardProxy(o.DynamicDNSCache))
+		}
+		filters = append(filters, router)
+	}
 	m := &hcm.HttpConnectionManager{
 		StatPrefix:                   statPrefix,
-		HttpFilters:                  httpFilters(d, o.InboundHTTPPolicy, stats),
+		HttpFilters:                  filters,
 		Tracing:                      o.tracing(),
 		StreamIdleTimeout:            durationpb.New(0),
 		AccessLog:                    o.accessLogs(),

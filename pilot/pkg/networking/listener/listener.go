@@ -4,8 +4,10 @@ import (
 	"sort"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	dfpcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/dynamic_forward_proxy/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -36,6 +38,17 @@ type Options struct {
 	// AllowAny sends unknown outbound traffic to PassthroughCluster,
 	// otherwise to BlackHoleCluster (REGISTRY_ONLY).
 	AllowAny bool
+	// DynamicDNSCache is the DNS cache of a sidecar under the
+	// ALLOW_ANY_DYNAMIC_DNS outbound policy (nil: any other policy, and
+	// gateways): virtualOutbound sends plain HTTP to unknown hosts to the
+	// dynamic forward proxy cluster, and every outbound HTTP connection
+	// manager resolves hosts on it. AllowAny is set with it.
+	DynamicDNSCache *dfpcommonv3.DnsCacheConfig
+	// DNSLookupFamily is the family the proxy's DNS caches resolve (see
+	// cluster.DNSLookupFamily): the caches of DYNAMIC_DNS wildcard
+	// ServiceEntries' forward proxy filters, which must match their
+	// clusters'.
+	DNSLookupFamily clusterv3.Cluster_DnsLookupFamily
 	// Inbound are the proxy's own ports that services target.
 	Inbound []InboundTarget
 	// AccessLogFile and AccessLogFormat come from the mesh config; an empty
@@ -136,6 +149,9 @@ type Options struct {
 
 	// dir is the Telemetry of the direction being built
 	dir *Telemetry
+	// serviceDNSCache is the DNS cache of the DYNAMIC_DNS service whose
+	// HTTP chain is being built (nil: none)
+	serviceDNSCache *dfpcommonv3.DnsCacheConfig
 }
 
 // Telemetry is what Telemetry resources configure on one side of a proxy.

@@ -50,7 +50,7 @@ func tlsInspector() *listenerv3.ListenerFilter {
 // connection to the listener of its original destination; what no listener
 // takes goes to the passthrough (ALLOW_ANY) or black hole (REGISTRY_ONLY).
 func virtualOutbound(o Options) *listenerv3.Listener {
-	return &listenerv3.Listener{
+	l := &listenerv3.Listener{
 		Name:                VirtualOutbound,
 		Address:             address(o.wildcards()[0], OutboundPort),
 		AdditionalAddresses: o.virtualAddresses(OutboundPort, true),
@@ -64,4 +64,12 @@ func virtualOutbound(o Options) *listenerv3.Listener {
 		AccessLog:                            o.noRouteLogs(),
 		MaxConnectionsToAcceptPerSocketEvent: wrapperspb.UInt32(1),
 	}
+	if o.DynamicDNSCache != nil {
+		// ALLOW_ANY_DYNAMIC_DNS: the HTTP inspector picks out plain HTTP
+		// for the forward proxy chain, between the loop guard and the
+		// catch-all
+		l.ListenerFilters = []*listenerv3.ListenerFilter{httpInspector()}
+		l.FilterChains = []*listenerv3.FilterChain{l.FilterChains[0], dynamicDNSChain(o), l.FilterChains[1]}
+	}
+	return l
 }

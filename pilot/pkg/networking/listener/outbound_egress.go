@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/protocol"
@@ -84,6 +85,14 @@ type egressChain struct {
 	// tunnel is the DestinationRule's tunnel for the chain's destination
 	// (nil: none)
 	tunnel *tcpproxy.TcpProxy_TunnelingConfig
+	// dynamicDNS is the host of the DYNAMIC_DNS wildcard ServiceEntry
+	// the chain was built for (its own HTTP chain, or its port's own TCP
+	// chain): a forward proxy filter resolves the host the client asked
+	// for on the host's DNS cache ("": none)
+	dynamicDNS string
+	// dynamicDNSPort is the port the TCP chain's SNI forward proxy
+	// connects to
+	dynamicDNSPort int
 }
 
 // matchAll: the chain matches every connection; a server name "*" matches
@@ -328,6 +337,9 @@ func (a egressAdd) httpChain() *egressChain {
 		rds = a.svc.Hostname + ":" + strconv.Itoa(a.port)
 	}
 	hc := &egressChain{http: true, rds: rds}
+	if cluster.IsDynamicDNS(a.svc) {
+		hc.dynamicDNS = a.svc.Hostname
+	}
 	if a.bind == a.wild || a.lp == authn.ListenerAuto {
 		hc.transport, hc.alpn = authn.TransportRawBuffer, []string{"http/1.1", "h2c"}
 	}
@@ -380,7 +392,8 @@ func (en *egressEntry) build(o Options) *listenerv3.Listener {
 	sniffing(l)
 	var needTLS, needHTTP bool
 	for _, c := range en.chains {
-		needTLS = needTLS || len(c.sni) > 0
+		// the SNI forward proxy reads the server name too
+		needTLS = needTLS || len(c.sni) > 0 || (!c.http && c.dynamicDNS != "")
 		needHTTP = needHTTP || len(c.alpn) > 0
 	}
 	if needTLS {
@@ -397,7 +410,11 @@ func (en *egressEntry) build(o Options) *listenerv3.Listener {
 	for _, c := range en.chains {
 		fc := &listenerv3.FilterChain{TransportSocketConnectTimeout: connectTimeout}
 		if c.http {
-			fc.Filters = []*listenerv3.Filter{outboundHTTP("outbound_"+name+";", c.rds, o)}
+			ho := o
+			if c.dynamicDNS != "" {
+				ho.serviceDNSCache = o.serviceDNSCacheOf(c.dynamicDNS)
+			}
+			fc.Filters = []*listenerv3.Filter{outboundHTTP("outbound_"+name+";", c.rds, ho)}
 		} else {
 			fc.Filters = tcpChainFilters(c, o)
 		}

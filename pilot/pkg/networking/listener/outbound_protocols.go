@@ -58,7 +58,12 @@ func tcpChainFilters(c *egressChain, o Options) []*listenerv3.Filter {
 	if len(c.weighted) > 0 {
 		name = c.weighted[0].Name
 	}
-	return o.TCP.Protocols.stack(c.stack, tcp, tp.StatPrefix, name)
+	stack := o.TCP.Protocols.stack(c.stack, tcp, tp.StatPrefix, name)
+	if c.dynamicDNS != "" {
+		// after the stats filters, right before the protocol stack
+		stack = append([]*listenerv3.Filter{sniDynamicForwardProxy(c.dynamicDNSPort, o.serviceDNSCacheOf(c.dynamicDNS))}, stack...)
+	}
+	return stack
 }
 
 // stack is the end of a TCP chain for a port's protocol, as Istio's
@@ -93,7 +98,7 @@ func typedFilter(name string, m proto.Message) *listenerv3.Filter {
 // stats filters go right before the first of them.
 func isProtocolStack(name string) bool {
 	switch name {
-	case TCPProxyFilter, MongoProxyFilter, RedisProxyFilter, MySQLProxyFilter:
+	case TCPProxyFilter, MongoProxyFilter, RedisProxyFilter, MySQLProxyFilter, sniDynamicForwardProxyName:
 		return true
 	}
 	return false

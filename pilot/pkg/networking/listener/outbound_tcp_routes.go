@@ -116,6 +116,9 @@ func (a egressAdd) defaultTCPChain(o Options) *egressChain {
 	tc := &egressChain{cluster: cluster.SubsetKey(cluster.Outbound, "", a.svc.Hostname, cp), cidr: a.cidr,
 		hashSourceIP: useSourceIP(dr, ""), stack: a.proto, tunnel: tunnelConfig(dr, "")}
 	tc.idle, tc.maxDuration = o.tcpTimeouts(dr)
+	if cluster.IsDynamicDNS(a.svc) {
+		tc.dynamicDNS, tc.dynamicDNSPort = a.svc.Hostname, a.port
+	}
 	if o.TCP.StatName != "" {
 		// Istio knows only the number of the port here
 		tc.statPrefix = statPrefix(o.TCP.StatName, a.svc.Hostname, "", cp, "", a.svc)

@@ -26,6 +26,9 @@ const (
 	AllowAny     = "allow_any"
 	BlockAll     = "block_all"
 	DefaultRoute = "default"
+	// AllowAnyDynamicDNS is the catch-all host and route of the
+	// ALLOW_ANY_DYNAMIC_DNS outbound policy.
+	AllowAnyDynamicDNS = "allow_any_dynamic_dns"
 )
 
 // ServiceRoutes is one service on the port, with the VirtualService that
@@ -46,6 +49,10 @@ type Options struct {
 	// AllowAny routes unknown hosts to PassthroughCluster; otherwise they get
 	// a 502 from the block_all host.
 	AllowAny bool
+	// AllowAnyDynamicDNS (with AllowAny) sends unknown hosts to the
+	// dynamic forward proxy cluster instead, which resolves them itself
+	// (a sidecar under ALLOW_ANY_DYNAMIC_DNS).
+	AllowAnyDynamicDNS bool
 	// ProxyLabels and Gateway select VirtualService matches (sourceLabels,
 	// gateways: "mesh" for sidecars).
 	ProxyLabels map[string]string
@@ -80,7 +87,7 @@ func BuildRouteConfiguration(port int, services []ServiceRoutes, o Options) *rou
 	for _, sr := range services {
 		rc.VirtualHosts = append(rc.VirtualHosts, BuildVirtualHost(sr, port, o))
 	}
-	rc.VirtualHosts = append(rc.VirtualHosts, CatchAll(o.AllowAny))
+	rc.VirtualHosts = append(rc.VirtualHosts, o.CatchAll())
 	return rc
 }
 
@@ -221,6 +228,29 @@ func defaultRoute(svc *model.Service, port int, o Options) *routev3.Route {
 		Action:    &routev3.Route_Route{Route: ra},
 		Decorator: &routev3.Decorator{Operation: svc.Hostname + ":" + strconv.Itoa(port) + "/*"},
 	}
+}
+
+// CatchAll is the last virtual host of the options' configurations.
+func (o Options) CatchAll() *routev3.VirtualHost {
+	if o.AllowAnyDynamicDNS {
+		return CatchAllDynamicDNS()
+	}
+	return CatchAll(o.AllowAny)
+}
+
+// CatchAllDynamicDNS is the last virtual host under ALLOW_ANY_DYNAMIC_DNS:
+// unknown hosts go to the dynamic forward proxy cluster, without timeout.
+func CatchAllDynamicDNS() *routev3.VirtualHost {
+	return &routev3.VirtualHost{Name: AllowAnyDynamicDNS, Domains: []string{"*"}, IncludeRequestAttemptCount: true,
+		Routes: []*routev3.Route{{
+			Name:  AllowAnyDynamicDNS,
+			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster.AllowAnyDynamicDNS},
+				Timeout:          durationpb.New(0),
+				MaxGrpcTimeout:   durationpb.New(0),
+			}},
+		}}}
 }
 
 // CatchAll is the last virtual host of a port: unknown hosts go to the

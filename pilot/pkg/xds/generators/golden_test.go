@@ -201,24 +201,31 @@ func render(t *testing.T, c *adsc.Client, typeURL string) []byte {
 	return append(b, '\n')
 }
 
+// dialCase serves a golden case's environment with the generators set
+// as the case asks and connects its proxy.
+func dialCase(t *testing.T, gc goldenCase, env *model.Environment, idx *model.EndpointIndex, disc model.ServiceDiscovery) *adsc.Client {
+	t.Helper()
+	s := xdstest.NewServer(t)
+	gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc, SidecarIngressTLS: gc.sidecarIngressTLS, DualStack: gc.dualStack}
+	gens.ProtocolFilters = gc.protocols
+	gens.Register(s.DS)
+	s.DS.InitPushContext(env)
+	md := map[string]any{"NAMESPACE": gc.ns}
+	if gc.labels != nil {
+		md["LABELS"] = gc.labels
+	}
+	for k, v := range gc.meta {
+		md[k] = v
+	}
+	return xdstest.Dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: md})
+}
+
 func TestGoldens(t *testing.T) {
 	var files golden.Files
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
 			env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
-			s := xdstest.NewServer(t)
-			gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc, SidecarIngressTLS: gc.sidecarIngressTLS, DualStack: gc.dualStack}
-			gens.ProtocolFilters = gc.protocols
-			gens.Register(s.DS)
-			s.DS.InitPushContext(env)
-			md := map[string]any{"NAMESPACE": gc.ns}
-			if gc.labels != nil {
-				md["LABELS"] = gc.labels
-			}
-			for k, v := range gc.meta {
-				md[k] = v
-			}
-			c := xdstest.Dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: md})
+			c := dialCase(t, gc, env, idx, disc)
 			watch := func(typeURL string, names ...string) {
 				if err := c.Watch(typeURL, names...); err != nil {
 					t.Fatal(err)

@@ -299,7 +299,7 @@ func (g *SidecarGenerators) assembledRoutes(push *model.PushContext, proxy *mode
 	if err != nil {
 		return xds.Generated{}, false
 	}
-	catchAll, err := encodeChecked(route.CatchAll(opts.AllowAny))
+	catchAll, err := encodeChecked(opts.CatchAll())
 	if err != nil {
 		return xds.Generated{}, false
 	}

@@ -11,6 +11,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	dfpcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/dynamic_forward_proxy/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -162,7 +163,11 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 	}
 	inPassthrough := cluster.BuildInboundPassthrough(m)
 	cluster.ApplyInboundPassthroughFamily(inPassthrough, proxy.IPMode())
-	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m), inPassthrough}
+	out := []*clusterCfg{cluster.BuildBlackHole(m), cluster.BuildPassthrough(m)}
+	if cache := g.dynamicDNSCache(push, proxy); cache != nil {
+		out = append(out, cluster.BuildAllowAnyDynamicDNS(m, cache))
+	}
+	out = append(out, inPassthrough)
 	sc := push.SidecarScope(proxy)
 	inboundHosts := map[string][]string{}
 	for _, t := range g.inboundTargets(push, proxy) {
@@ -287,6 +292,34 @@ func allowAny(push *model.PushContext, proxy *model.Proxy) bool {
 	return push.Mesh.GetOutboundTrafficPolicy().GetMode() != meshconfig.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY
 }
 
+// allowAnyDynamicDNS tells whether a sidecar's outbound policy (its
+// Sidecar's, else the mesh's) is ALLOW_ANY_DYNAMIC_DNS; gateways never are.
+func allowAnyDynamicDNS(push *model.PushContext, proxy *model.Proxy) bool {
+	if proxy.Type != model.SidecarProxy {
+		return false
+	}
+	mode := meshconfig.MeshConfig_OutboundTrafficPolicy_Mode(push.Mesh.GetOutboundTrafficPolicy().GetMode())
+	if p := push.SidecarScope(proxy).OutboundTrafficPolicy; p != nil {
+		mode = meshconfig.MeshConfig_OutboundTrafficPolicy_Mode(p.GetMode())
+	}
+	return mode == meshconfig.MeshConfig_OutboundTrafficPolicy_ALLOW_ANY_DYNAMIC_DNS
+}
+
+// dynamicDNSCache is the DNS cache of a sidecar under
+// ALLOW_ANY_DYNAMIC_DNS (nil otherwise): the family of the proxy's
+// addresses, and the agent's DNS proxy when the proxy captures DNS.
+func (g *SidecarGenerators) dynamicDNSCache(push *model.PushContext, proxy *model.Proxy) *dfpcommonv3.DnsCacheConfig {
+	if !allowAnyDynamicDNS(push, proxy) {
+		return nil
+	}
+	var dns cluster.DNSCapture
+	if proxy.Metadata != nil {
+		dns.Capture, _ = strconv.ParseBool(proxy.Metadata.DNSCapture)
+		dns.ProxyAddr, _ = proxy.Metadata.Raw["DNS_PROXY_ADDR"].(string)
+	}
+	return cluster.AllowAnyDNSCache(cluster.DNSLookupFamily(proxy.IPMode(), g.DualStack, g.IPv4OutboundForIPv6), dns)
+}
+
 func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
 	if proxy.Type == model.Router {
@@ -299,6 +332,8 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 		MTLS: authn.ProxyMTLS(push.PeerAuthentications(proxy), authn.MTLSOptions{RootNamespace: push.RootNamespace()}),
 		TLS:  g.inboundTLS(push), InboundHTTPPolicy: g.inboundHTTPPolicy(push, proxy),
 		InboundTCPPolicy: g.inboundTCPPolicy(push, proxy)}
+	opts.DynamicDNSCache = g.dynamicDNSCache(push, proxy)
+	opts.DNSLookupFamily = cluster.DNSLookupFamily(proxy.IPMode(), g.DualStack, g.IPv4OutboundForIPv6)
 	opts.NoRedirect = noRedirect(proxy)
 	opts.Transparent = proxy.Interception() == model.InterceptionTproxy
 	opts.Wildcards, opts.DualStack, opts.IPv4OutboundForIPv6 = wildcards(proxy), g.DualStack, g.IPv4OutboundForIPv6
@@ -357,6 +392,13 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	// whose services a VirtualService may import, keeps its listeners to
 	// its own snapshot.
 	key.name += "|" + listenerRoutesKey(push, proxy, opts)
+	if opts.DynamicDNSCache != nil {
+		// the forward proxy's DNS cache follows the proxy's DNS capture
+		key.name += "|dfp=" + opts.DynamicDNSCache.GetDnsLookupFamily().String()
+		if r := opts.DynamicDNSCache.GetTypedDnsResolverConfig(); r != nil {
+			key.name += "," + string(r.GetTypedConfig().GetValue())
+		}
+	}
 	outbound := g.listenerCache.getCarried(push, key, 0, carryListeners, func() xds.Generated {
 		ls := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, listener.BuildOutbound(listenerServices(push.SidecarScope(proxy)), opts))
 		return toResources(xds.ListenerType, ls, listenerName)
@@ -478,7 +520,8 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 // sidecarRouteOptions are the inputs of a sidecar's outbound routes.
 func sidecarRouteOptions(push *model.PushContext, proxy *model.Proxy) route.Options {
 	opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
-		ProxyLabels: proxy.Labels, Gateway: "mesh",
+		AllowAnyDynamicDNS: allowAnyDynamicDNS(push, proxy),
+		ProxyLabels:        proxy.Labels, Gateway: "mesh",
 		LookupService: func(h string) *model.Service { return push.ServiceForHostname(proxy, h) }}
 	withHashes(&opts, push, proxy)
 	return opts
