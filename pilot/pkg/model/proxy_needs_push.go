@@ -70,8 +70,11 @@ func ProxyNeedsPushSince(proxy *Proxy, req *PushRequest, last *SidecarScope) boo
 			continue
 		}
 		if proxy.Type == Router && key.Kind == kind.Secret {
-			// only the gateways whose servers name the Secret
-			if push.GatewaysReferenceSecret(proxy, key.Namespace, key.Name) {
+			// only the gateways whose servers name the Secret, or whose
+			// DestinationRules originate TLS with it (sidecars are pushed
+			// for every Secret: their extension configs may pull with one)
+			if push.GatewaysReferenceSecret(proxy, key.Namespace, key.Name) ||
+				push.DestinationRulesReferenceSecret(proxy, key.Namespace, key.Name) {
 				return true
 			}
 			continue

@@ -58,6 +58,28 @@ type Options struct {
 	// RedisMaglev is PILOT_ENABLE_REDIS_FILTER: Redis ports' clusters
 	// balance by MAGLEV, for the Redis proxy's client-side sharding.
 	RedisMaglev bool
+	// CredentialSocket and FileCredentialSocket are the proxy's
+	// "credential" and "file-credential" node metadata ("true"): it runs
+	// an SDS server of its own for sds:// credentials, and for the
+	// certificate files of SIMPLE and MUTUAL rules (sds-files-grpc).
+	CredentialSocket, FileCredentialSocket bool
+
+	// sniDNAT: the clusters are BuildSNIDNAT's, which get no TLS.
+	sniDNAT bool
+}
+
+// tlsTarget is the TLS view of a cluster of svc.
+func (o Options) tlsTarget(svc *model.Service, sni string, http2 bool) tlsTarget {
+	var selector bool
+	if o.DestinationRule != nil {
+		dr, _ := o.DestinationRule.Spec.(*networking.DestinationRule)
+		selector = dr.GetWorkloadSelector() != nil
+	}
+	return tlsTarget{sni: sni, http2: http2,
+		autoMTLS: o.Mesh.GetEnableAutoMtls().GetValue() && !svc.MeshExternal && !o.PeerDisabled,
+		sans:     sans(svc.ServiceAccounts, o.ServiceAccounts), external: svc.Attributes.ServiceRegistry == model.External,
+		sidecar: !o.Router, drSelector: selector, mesh: o.Mesh,
+		credentialSocket: o.CredentialSocket, fileCredentialSocket: o.FileCredentialSocket}
 }
 
 // dnsLookupFamily is the family a DNS cluster resolves, as Istio picks it
@@ -147,9 +169,13 @@ func buildOne(svc *model.Service, port *model.Port, subset string, pol *networki
 		}
 	}
 	applyOutlierDetection(c, pol.GetOutlierDetection())
-	autoMTLS := opts.Mesh.GetEnableAutoMtls().GetValue() && !svc.MeshExternal && !opts.PeerDisabled
-	applyTLS(c, pol.GetTls(), SNI(subset, svc.Hostname, port.Port), autoMTLS, port.Protocol.IsHTTP2(), sans(svc.ServiceAccounts, opts.ServiceAccounts))
+	if !opts.sniDNAT {
+		applyTLS(c, pol.GetTls(), opts.tlsTarget(svc, SNI(subset, svc.Hostname, port.Port), port.Protocol.IsHTTP2()))
+	}
 	c.Metadata = serviceMetadata(svc, subset, opts.DestinationRule)
+	if opts.DestinationRule != nil {
+		c.Metadata = addALPNOverride(c.Metadata, pol.GetTls().GetMode())
+	}
 	c.Filters = metadataExchange()
 	return c
 }
@@ -392,6 +418,8 @@ func BuildSNIDNAT(svc *model.Service, opts Options) []*clusterv3.Cluster {
 	if svc.MeshExternal {
 		return nil
 	}
+	// no TLS of the service's own, as Istio skips it for these clusters
+	opts.sniDNAT = true
 	out := BuildOutbound(svc, opts)
 	for _, c := range out {
 		_, subset, host, port, _ := ParseSubsetKey(c.Name)

@@ -11,7 +11,6 @@ import (
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	dfpcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/dynamic_forward_proxy/v3"
 	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
-	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
@@ -84,7 +83,7 @@ func AllowAnyDNSCache(family clusterv3.Cluster_DnsLookupFamily, dns DNSCapture) 
 // (the mesh's outboundTrafficPolicy.tls) it must allow the insecure
 // options Envoy otherwise refuses on a forward proxy.
 // With TLS origination the cluster names and verifies each resolved host
-// (dynamicDNSTLS); the HTTP options that asks for replace the passthrough
+// (setAutoSNI, shared with every cluster); the HTTP options that asks for replace the passthrough
 // ones, as in Istio, where they are the cluster's only tracked options.
 func BuildAllowAnyDynamicDNS(m *meshconfig.MeshConfig, cache *dfpcommonv3.DnsCacheConfig) *clusterv3.Cluster {
 	tls := m.GetOutboundTrafficPolicy().GetTls()
@@ -103,11 +102,8 @@ func BuildAllowAnyDynamicDNS(m *meshconfig.MeshConfig, cache *dfpcommonv3.DnsCac
 		Filters:                       metadataExchange(),
 	}
 	if !insecure {
-		applyTLS(c, tls, "", false, false, tls.GetSubjectAltNames())
-		if tls.GetSni() == "" || !tls.GetInsecureSkipVerify().GetValue() {
-			c.TypedExtensionProtocolOptions = nil
-		}
-		dynamicDNSTLS(c, tls)
+		// only sidecars have this cluster, and no rule selects them
+		applyTLS(c, tls, tlsTarget{sans: tls.GetSubjectAltNames(), dfp: true, freshHTTP: true, sidecar: true, mesh: m})
 	}
 	return c
 }
@@ -159,25 +155,14 @@ func buildOneDynamicDNS(svc *model.Service, port *model.Port, pol *networking.Tr
 		}}}
 	applyTrafficProtocol(c, pol, port.Protocol, opts.Mesh, true, !opts.Router)
 	applyOutlierDetection(c, pol.GetOutlierDetection())
-	autoMTLS := opts.Mesh.GetEnableAutoMtls().GetValue() && !svc.MeshExternal && !opts.PeerDisabled
 	// no SNI of the cluster's own: the forward proxy sends the host's
-	applyTLS(c, pol.GetTls(), "", autoMTLS, port.Protocol.IsHTTP2(), sans(svc.ServiceAccounts, opts.ServiceAccounts))
-	switch tls := pol.GetTls(); {
-	case tls != nil && tls.GetMode() != networking.ClientTLSSettings_DISABLE:
-		dynamicDNSTLS(c, tls)
-	case tls == nil && autoMTLS:
-		// auto mTLS is Istio mTLS without a server name of its own
-		dynamicDNSTLS(c, &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL})
-	}
+	t := opts.tlsTarget(svc, "", port.Protocol.IsHTTP2())
+	t.dfp = true
+	applyTLS(c, pol.GetTls(), t)
 	fields := map[string]*structpb.Value{}
 	if opts.DestinationRule != nil {
 		dr := opts.DestinationRule
 		fields["config"] = stringValue("/apis/" + dr.GroupVersionKind.GroupVersion() + "/namespaces/" + dr.Namespace + "/destination-rule/" + dr.Name)
-		if m := pol.GetTls().GetMode(); m == networking.ClientTLSSettings_SIMPLE || m == networking.ClientTLSSettings_MUTUAL {
-			// the rule's own TLS: the ALPN filter must leave the
-			// application's protocols alone
-			fields["alpn_override"] = stringValue("false")
-		}
 	}
 	if svc.MeshExternal {
 		fields["external"] = structpb.NewBoolValue(true)
@@ -185,42 +170,9 @@ func buildOneDynamicDNS(svc *model.Service, port *model.Port, pol *networking.Tr
 	if len(fields) > 0 {
 		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: fields}}}
 	}
+	if opts.DestinationRule != nil {
+		c.Metadata = addALPNOverride(c.Metadata, pol.GetTls().GetMode())
+	}
 	c.Filters = metadataExchange()
 	return c
-}
-
-// dynamicDNSTLS makes a forward proxy's TLS origination name and verify
-// the host each request resolved, as Istio does: auto_sni unless the
-// settings fix a server name, auto_san_validation unless they skip
-// verification; Envoy refuses a forward proxy without both unless its
-// insecure options are allowed, so then they are.
-func dynamicDNSTLS(c *clusterv3.Cluster, tls *networking.ClientTLSSettings) {
-	insecure := tls.GetInsecureSkipVerify().GetValue()
-	autoSNI, autoSAN := tls.GetSni() == "", !insecure
-	if insecure || !autoSNI || !autoSAN {
-		ct := c.GetClusterType()
-		var cfg dfpclusterv3.ClusterConfig
-		if ct != nil && ct.GetTypedConfig().UnmarshalTo(&cfg) == nil {
-			cfg.AllowInsecureClusterOptions = true
-			ct.TypedConfig = protoconv.MessageToAny(&cfg)
-		}
-	}
-	if !autoSNI && !autoSAN {
-		return
-	}
-	const key = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
-	h := httpOptions{}
-	if a := c.TypedExtensionProtocolOptions[key]; a != nil {
-		o := &httpv3.HttpProtocolOptions{}
-		if a.UnmarshalTo(o) == nil {
-			h.o = o
-		}
-	}
-	o := h.get()
-	if o.UpstreamHttpProtocolOptions == nil {
-		o.UpstreamHttpProtocolOptions = &core.UpstreamHttpProtocolOptions{}
-	}
-	o.UpstreamHttpProtocolOptions.AutoSni = o.UpstreamHttpProtocolOptions.AutoSni || autoSNI
-	o.UpstreamHttpProtocolOptions.AutoSanValidation = o.UpstreamHttpProtocolOptions.AutoSanValidation || autoSAN
-	h.finish(c)
 }

@@ -5,37 +5,24 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rawbuffer "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 )
 
 // SDS secret names the Istio agent serves.
 const (
 	SDSDefault = "default"
 	SDSRootCA  = "ROOTCA"
-	sdsCluster = "sds-grpc"
+	sdsCluster = authn.SDSCluster
 )
 
-// SDSSecretConfig points a secret at the agent's SDS server.
-func SDSSecretConfig(name string) *tlsv3.SdsSecretConfig {
-	return &tlsv3.SdsSecretConfig{
-		Name: name,
-		SdsConfig: &core.ConfigSource{
-			ConfigSourceSpecifier: &core.ConfigSource_ApiConfigSource{ApiConfigSource: &core.ApiConfigSource{
-				ApiType:                   core.ApiConfigSource_GRPC,
-				TransportApiVersion:       core.ApiVersion_V3,
-				SetNodeOnFirstMessageOnly: true,
-				GrpcServices: []*core.GrpcService{{TargetSpecifier: &core.GrpcService_EnvoyGrpc_{
-					EnvoyGrpc: &core.GrpcService_EnvoyGrpc{ClusterName: sdsCluster}}}},
-			}},
-			InitialFetchTimeout: durationpb.New(0),
-			ResourceApiVersion:  core.ApiVersion_V3,
-		},
-	}
-}
+// SDSSecretConfig points one of the agent's own secrets (default, ROOTCA)
+// at its SDS server.
+func SDSSecretConfig(name string) *tlsv3.SdsSecretConfig { return authn.SDSSecretConfig(name) }
 
 func tlsSocket(ctx *tlsv3.UpstreamTlsContext) *core.TransportSocket {
 	a := protoconv.MessageToAny(ctx)
@@ -92,13 +79,45 @@ func autoMTLSMatches(sni string, sans []string, http2 bool) []*clusterv3.Cluster
 	}
 }
 
+// tlsTarget is what applyTLS needs to know of the cluster besides the
+// rule's settings.
+type tlsTarget struct {
+	// sni is the Istio mTLS server name the cluster gets when the rule
+	// names none (empty for forward proxies, which send the host's).
+	sni      string
+	autoMTLS bool
+	// http2 is the port's protocol, which picks the Istio mTLS ALPN.
+	http2 bool
+	// sans are the service's accounts: Istio mTLS checks the peer against
+	// them, and a ServiceEntry's (external) stand in for SIMPLE and
+	// MUTUAL subjectAltNames the rule leaves empty.
+	sans     []string
+	external bool
+	// dfp marks dynamic forward proxy clusters, which name and verify each
+	// resolved host; freshHTTP (the ALLOW_ANY_DYNAMIC_DNS cluster) makes
+	// the options auto SNI asks for replace the cluster's, as in Istio,
+	// where that cluster's protocol options are not tracked.
+	dfp, freshHTTP bool
+	// sidecar with drSelector: see skipCredential.
+	sidecar, drSelector bool
+	mesh                *meshconfig.MeshConfig
+	// credentialSocket and fileCredentialSocket are the proxy's
+	// "credential" and "file-credential" node metadata: an SDS server of
+	// its own for sds:// credentials, and one for files.
+	credentialSocket, fileCredentialSocket bool
+}
+
 // applyTLS sets the upstream TLS of a cluster from the destination rule, or
 // auto mTLS when the rule says nothing and the mesh enables it. Istio mTLS
 // checks the peer against the service's accounts (sans) when it has any.
-func applyTLS(c *clusterv3.Cluster, settings *networking.ClientTLSSettings, sni string, autoMTLS, http2 bool, sans []string) {
+func applyTLS(c *clusterv3.Cluster, settings *networking.ClientTLSSettings, t tlsTarget) {
 	if settings == nil {
-		if autoMTLS {
-			c.TransportSocketMatches = autoMTLSMatches(sni, sans, http2)
+		if t.autoMTLS {
+			c.TransportSocketMatches = autoMTLSMatches(t.sni, t.sans, t.http2)
+			if t.dfp {
+				// auto mTLS is Istio mTLS without a server name of its own
+				setAutoSNI(c, &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL}, t)
+			}
 		}
 		return
 	}
@@ -106,53 +125,20 @@ func applyTLS(c *clusterv3.Cluster, settings *networking.ClientTLSSettings, sni 
 	case networking.ClientTLSSettings_DISABLE:
 		return
 	case networking.ClientTLSSettings_ISTIO_MUTUAL:
-		ctx := istioMutual(sni, sans, http2)
+		ctx := istioMutual(t.sni, t.sans, t.http2)
 		if settings.Sni != "" {
 			ctx.Sni = settings.Sni
 		}
 		c.TransportSocket = tlsSocket(ctx)
-	case networking.ClientTLSSettings_SIMPLE, networking.ClientTLSSettings_MUTUAL:
-		c.TransportSocket = tlsSocket(userTLS(settings))
-	}
-}
-
-// userTLS is the context of SIMPLE and MUTUAL modes: files, or a credential
-// served by SDS as kubernetes://<credentialName>.
-func userTLS(s *networking.ClientTLSSettings) *tlsv3.UpstreamTlsContext {
-	ctx := &tlsv3.UpstreamTlsContext{Sni: s.Sni, CommonTlsContext: &tlsv3.CommonTlsContext{}}
-	if s.InsecureSkipVerify.GetValue() {
-		return ctx
-	}
-	cc := ctx.CommonTlsContext
-	if s.CredentialName != "" {
-		name := "kubernetes://" + s.CredentialName
-		if s.Mode == networking.ClientTLSSettings_MUTUAL {
-			cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{SDSSecretConfig(name)}
+		if t.dfp {
+			setAutoSNI(c, settings, t)
 		}
-		cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-			DefaultValidationContext:         validation(s),
-			ValidationContextSdsSecretConfig: SDSSecretConfig(name + "-cacert"),
-		}}
-		return ctx
+	case networking.ClientTLSSettings_SIMPLE, networking.ClientTLSSettings_MUTUAL:
+		if skipCredential(settings, t) {
+			return
+		}
+		if ctx := userTLS(c, settings, t); ctx != nil {
+			c.TransportSocket = tlsSocket(ctx)
+		}
 	}
-	if s.Mode == networking.ClientTLSSettings_MUTUAL {
-		cc.TlsCertificates = []*tlsv3.TlsCertificate{{
-			CertificateChain: &core.DataSource{Specifier: &core.DataSource_Filename{Filename: s.ClientCertificate}},
-			PrivateKey:       &core.DataSource{Specifier: &core.DataSource_Filename{Filename: s.PrivateKey}},
-		}}
-	}
-	v := validation(s)
-	if s.CaCertificates != "" {
-		v.TrustedCa = &core.DataSource{Specifier: &core.DataSource_Filename{Filename: s.CaCertificates}}
-	}
-	cc.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: v}
-	return ctx
-}
-
-func validation(s *networking.ClientTLSSettings) *tlsv3.CertificateValidationContext {
-	v := &tlsv3.CertificateValidationContext{}
-	for _, san := range s.SubjectAltNames {
-		v.MatchSubjectAltNames = append(v.MatchSubjectAltNames, exactSAN(san))
-	}
-	return v
 }

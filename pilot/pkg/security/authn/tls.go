@@ -188,17 +188,20 @@ func (c ServerCerts) sds(name string) *tlsv3.SdsSecretConfig {
 	if c.FileSDS {
 		cluster = SDSFilesCluster
 	}
-	return sdsSecretConfig(name, cluster, false)
+	return SDSSecretConfigFrom(name, cluster, false)
 }
 
 // SDSSecretConfig points a secret at the agent's SDS server (sds-grpc).
 // The agent's own secrets, default and ROOTCA, do not wait for the first
 // fetch (initialFetchTimeout 0s), as Istio's.
 func SDSSecretConfig(name string) *tlsv3.SdsSecretConfig {
-	return sdsSecretConfig(name, SDSCluster, name == SDSDefault || name == SDSRootCA)
+	return SDSSecretConfigFrom(name, SDSCluster, name == SDSDefault || name == SDSRootCA)
 }
 
-func sdsSecretConfig(name, cluster string, noInitialWait bool) *tlsv3.SdsSecretConfig {
+// SDSSecretConfigFrom points a secret at the SDS server behind cluster
+// (sds-grpc, or the agent's file and external servers); noInitialWait
+// sets initialFetchTimeout 0s.
+func SDSSecretConfigFrom(name, cluster string, noInitialWait bool) *tlsv3.SdsSecretConfig {
 	src := &core.ConfigSource{
 		ConfigSourceSpecifier: &core.ConfigSource_ApiConfigSource{ApiConfigSource: &core.ApiConfigSource{
 			ApiType:                   core.ApiConfigSource_GRPC,

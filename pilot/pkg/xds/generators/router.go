@@ -57,7 +57,7 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 		// IPv6-only gateway, ALL for a dual-stack one under ISTIO_DUAL_STACK)
 		// The endpoint version keys what the clusters read of the
 		// endpoints (auto mTLS, service accounts), as for sidecars.
-		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: "router|" + svc.Key() + "|" + mode.String(), patches: ps.Key()}
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: "router|" + svc.Key() + "|" + mode.String() + sdsSocketsKey(proxy), patches: ps.Key()}
 		version := g.endpointsVersion(svc)
 		res.Append(g.cache.get(push, key, version, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
 		if coveredBy(svc.Hostname, auto) {

@@ -66,6 +66,18 @@ spec:
   - route: [{destination: {host: web.shop.svc.cluster.local}}]
 `
 
+// dialTLS connects a proxy to the server's TLS port with the identity of
+// token (namespace/serviceaccount).
+func dialTLS(t *testing.T, s *xdstest.TLSServer, node string, md map[string]any, token string) *adsc.Client {
+	t.Helper()
+	c, err := adsc.Dial(t.Context(), s.TLSAddr, adsc.Config{NodeID: node, Metadata: md, DialOptions: s.DialOptions(token)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // selfSignedPEM returns a certificate and key in PEM.
 func selfSignedPEM(t *testing.T) (cert, key []byte) {
 	t.Helper()
@@ -115,14 +127,7 @@ func TestGatewayCertificatesOverSDS(t *testing.T) {
 
 	node := "router~10.244.9.5~shop-gw-abc.shop~shop.svc.cluster.local"
 	md := map[string]any{"NAMESPACE": "shop", "LABELS": map[string]any{"app": "shop-gateway"}}
-	dial := func(node string, md map[string]any, token string) *adsc.Client {
-		c, err := adsc.Dial(t.Context(), s.TLSAddr, adsc.Config{NodeID: node, Metadata: md, DialOptions: s.DialOptions(token)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	dial := func(node string, md map[string]any, token string) *adsc.Client { return dialTLS(t, s, node, md, token) }
 	c := dial(node, md, "shop/shop-gw")
 	if err := c.Watch(xds.ListenerType); err != nil {
 		t.Fatal(err)

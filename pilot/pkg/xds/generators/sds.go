@@ -16,32 +16,46 @@ type CredentialSource interface {
 	Lookup(namespace, name string) (credentials.CertInfo, error)
 }
 
-// RegisterSDS installs the SDS generator: gateway certificates named by
-// credentialName, served over ADS.
+// RegisterSDS installs the SDS generator: certificates named by the
+// credentialName of Gateway servers and of DestinationRules, served over
+// ADS.
 func (g *SidecarGenerators) RegisterSDS(s *xds.DiscoveryServer) {
 	s.RegisterGenerator(xds.SecretType, xds.GeneratorFunc(g.secrets))
 }
 
-// secrets serves the requested certificates a gateway may read: only over
-// the TLS port (a verified identity), only those its Gateways reference
-// from its own namespace (gateway.Merged.Credentials), as Istio does. A
+// secrets serves the requested certificates a proxy may read, only over
+// the TLS port (a verified identity): for a gateway those its Gateways
+// reference from its own namespace (gateway.Merged.Credentials), as Istio
+// does; for a gateway or a sidecar the Secrets of its own namespace that
+// the DestinationRules it sees name for TLS origination (credentialName).
+// Istio lets a proxy read any Secret of its namespace its service account
+// may read; ours serves only what its configuration references. A
 // certificate that is missing or invalid is left out; the listener has
 // already left out the server that needs it.
 func (g *SidecarGenerators) secrets(proxy *model.Proxy, w *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	var out xds.Generated
-	if proxy.Type != model.Router || g.Credentials == nil || proxy.VerifiedIdentity == nil {
+	if (proxy.Type != model.Router && proxy.Type != model.SidecarProxy) || g.Credentials == nil || proxy.VerifiedIdentity == nil {
 		return out, nil
 	}
-	m := g.mergedGateway(req.Push, proxy)
+	var gatewayCreds map[string]bool
+	if proxy.Type == model.Router {
+		gatewayCreds = g.mergedGateway(req.Push, proxy).Credentials
+	}
+	var ruleCreds map[string]bool // computed on first need
 	var secrets []*tlsv3.Secret
 	for _, name := range w.Names() {
-		if !m.Credentials[name] {
-			genLog.Debugf("%s: SDS %s not served: no Gateway of its namespace references it", proxy.ID, name)
-			continue
-		}
 		ref, ok := gateway.ParseResourceName(name, proxy.VerifiedIdentity.Namespace)
 		if !ok || ref.ConfigMap {
 			continue
+		}
+		if !gatewayCreds[name] {
+			if ruleCreds == nil {
+				ruleCreds = req.Push.DestinationRuleCredentials(proxy)
+			}
+			if !ruleCreds[name] || ref.Namespace != proxy.VerifiedIdentity.Namespace {
+				genLog.Debugf("%s: SDS %s not served: no Gateway or DestinationRule of its namespace references it", proxy.ID, name)
+				continue
+			}
 		}
 		ci, err := g.Credentials.Lookup(ref.Namespace, ref.Name)
 		if err != nil {

@@ -100,6 +100,26 @@ func (g *SidecarGenerators) serviceAccounts(svc *model.Service) []string {
 	return shards.ServiceAccounts()
 }
 
+// sdsSockets are the proxy's "credential" and "file-credential" node
+// metadata: SDS servers of its own for sds:// credentials and for the
+// certificate files of SIMPLE and MUTUAL rules.
+func sdsSockets(proxy *model.Proxy) (credential, file bool) {
+	if proxy.Metadata == nil {
+		return false, false
+	}
+	return proxy.Metadata.Raw["credential"] == "true", proxy.Metadata.Raw["file-credential"] == "true"
+}
+
+// sdsSocketsKey sets apart in cache keys the clusters of proxies with such
+// servers ("" for the others, whose keys stay as they were).
+func sdsSocketsKey(proxy *model.Proxy) string {
+	cred, file := sdsSockets(proxy)
+	if !cred && !file {
+		return ""
+	}
+	return fmt.Sprintf("|sds:%t,%t", cred, file)
+}
+
 // destinationRule is the rule the proxy uses for outbound traffic to svc,
 // as its sidecar scope picks it: a rule of the proxy's namespace whose
 // workloadSelector selects the proxy, else the rule without a selector.
@@ -156,7 +176,7 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		// service's endpoints (auto mTLS, service accounts) only through
 		// the endpoint index version
 		dr := destinationRule(push, proxy, svc)
-		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key() + "|" + proxy.IPMode().String(), patches: ps.Key()}
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key() + "|" + proxy.IPMode().String() + sdsSocketsKey(proxy), patches: ps.Key()}
 		res.Append(g.clusterCache.getCarried(push, key, g.endpointsVersion(svc), carryClusters, func() xds.Generated {
 			return g.outboundClusters(push, proxy, svc, dr, ps)
 		}))
@@ -279,6 +299,7 @@ func (g *SidecarGenerators) outboundClusters(push *model.PushContext, proxy *mod
 			eps, _ := g.orderedEndpoints(svc)
 			return portEndpoints(eps, p)
 		}}
+	opts.CredentialSocket, opts.FileCredentialSocket = sdsSockets(proxy)
 	cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildOutbound(svc, opts))
 	return toResources(xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 }
