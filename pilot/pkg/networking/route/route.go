@@ -241,38 +241,35 @@ func (o Options) CatchAll() *routev3.VirtualHost {
 // CatchAllDynamicDNS is the last virtual host under ALLOW_ANY_DYNAMIC_DNS:
 // unknown hosts go to the dynamic forward proxy cluster, without timeout.
 func CatchAllDynamicDNS() *routev3.VirtualHost {
-	return &routev3.VirtualHost{Name: AllowAnyDynamicDNS, Domains: []string{"*"}, IncludeRequestAttemptCount: true,
-		Routes: []*routev3.Route{{
-			Name:  AllowAnyDynamicDNS,
-			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster.AllowAnyDynamicDNS},
-				Timeout:          durationpb.New(0),
-				MaxGrpcTimeout:   durationpb.New(0),
-			}},
-		}}}
+	return catchAllTo(AllowAnyDynamicDNS, cluster.AllowAnyDynamicDNS)
 }
 
 // CatchAll is the last virtual host of a port: unknown hosts go to the
 // passthrough cluster, or get a 502 under REGISTRY_ONLY.
 func CatchAll(allowAny bool) *routev3.VirtualHost {
 	if allowAny {
-		return &routev3.VirtualHost{Name: AllowAny, Domains: []string{"*"}, IncludeRequestAttemptCount: true,
-			Routes: []*routev3.Route{{
-				Name:  AllowAny,
-				Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-				Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-					ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster.Passthrough},
-					Timeout:          durationpb.New(0),
-					MaxGrpcTimeout:   durationpb.New(0),
-				}},
-			}}}
+		return catchAllTo(AllowAny, cluster.Passthrough)
 	}
 	return &routev3.VirtualHost{Name: BlockAll, Domains: []string{"*"}, IncludeRequestAttemptCount: true,
 		Routes: []*routev3.Route{{
 			Name:   BlockAll,
 			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 			Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 502}},
+		}}}
+}
+
+// catchAllTo is a catch-all virtual host, and its one route, named name,
+// sending every request to a cluster without timeout.
+func catchAllTo(name, clusterName string) *routev3.VirtualHost {
+	return &routev3.VirtualHost{Name: name, Domains: []string{"*"}, IncludeRequestAttemptCount: true,
+		Routes: []*routev3.Route{{
+			Name:  name,
+			Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: clusterName},
+				Timeout:          durationpb.New(0),
+				MaxGrpcTimeout:   durationpb.New(0),
+			}},
 		}}}
 }
 

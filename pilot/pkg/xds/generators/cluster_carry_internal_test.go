@@ -27,18 +27,7 @@ func TestClustersCarriedAcrossRouteChanges(t *testing.T) {
 		Attributes:  model.ServiceAttributes{Name: "reviews", Namespace: "default", ServiceRegistry: model.Kubernetes}}
 	store := memory.New(collections.Pilot)
 	put := func(g config.GroupVersionKind, name string, spec config.Spec) {
-		t.Helper()
-		c := config.Config{Meta: config.Meta{GroupVersionKind: g, Name: name, Namespace: "default", Domain: "cluster.local"}, Spec: spec}
-		if old := store.Get(g, name, "default"); old != nil {
-			c.ResourceVersion = old.ResourceVersion
-			if _, err := store.Update(c); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		if _, err := store.Create(c); err != nil {
-			t.Fatal(err)
-		}
+		storePut(t, store, g, "default", name, spec)
 	}
 	put(gvk.DestinationRule, "reviews", &networking.DestinationRule{Host: host, Subsets: []*networking.Subset{{Name: "v1", Labels: map[string]string{"version": "v1"}}}})
 	idx := model.NewEndpointIndex()
@@ -49,8 +38,8 @@ func TestClustersCarriedAcrossRouteChanges(t *testing.T) {
 			Locality: model.Locality{ClusterID: "Kubernetes"}}})
 	}
 	setEndpoints("10.244.0.21")
-	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: oneService{svc}})
-	g := &SidecarGenerators{Discovery: oneService{svc}, Endpoints: idx}
+	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: services{svc}})
+	g := &SidecarGenerators{Discovery: services{svc}, Endpoints: idx}
 	proxy := namespacedProxy(t, "shop", "", 1)
 	w := &xds.WatchedResource{TypeURL: xds.ClusterType}
 	subset := "outbound|9080|v1|" + host
@@ -110,5 +99,22 @@ func TestClustersCarriedAcrossRouteChanges(t *testing.T) {
 	}
 	if c6 == clusterOf(p5) {
 		t.Error("a forced push kept the clusters")
+	}
+}
+
+// storePut creates or updates an object of the store (config in namespace
+// ns, domain cluster.local), failing the test on error.
+func storePut(t *testing.T, store model.ConfigStore, g config.GroupVersionKind, ns, name string, spec config.Spec) {
+	t.Helper()
+	c := config.Config{Meta: config.Meta{GroupVersionKind: g, Name: name, Namespace: ns, Domain: "cluster.local"}, Spec: spec}
+	if old := store.Get(g, name, ns); old != nil {
+		c.ResourceVersion = old.ResourceVersion
+		if _, err := store.Update(c); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := store.Create(c); err != nil {
+		t.Fatal(err)
 	}
 }

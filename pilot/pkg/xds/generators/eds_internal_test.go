@@ -43,9 +43,9 @@ func TestEndpointsSharedAcrossNamespaces(t *testing.T) {
 	idx.UpdateServiceEndpoints(model.NewShardKey(model.Kubernetes, "Kubernetes"), host, "default", []*model.IstioEndpoint{{
 		Addresses: []string{"10.244.0.21"}, EndpointPort: 9080, ServicePortName: "http", HealthStatus: model.Healthy,
 		Labels: map[string]string{"app": "reviews"}, Locality: model.Locality{ClusterID: "Kubernetes"}}})
-	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: memory.New(collections.Pilot), ServiceDiscovery: oneService{svc}})
+	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: memory.New(collections.Pilot), ServiceDiscovery: services{svc}})
 	req := &model.PushRequest{Full: true, Push: model.InitContext(env, nil, &model.PushRequest{Full: true})}
-	g := &SidecarGenerators{Discovery: oneService{svc}, Endpoints: idx}
+	g := &SidecarGenerators{Discovery: services{svc}, Endpoints: idx}
 	name := "outbound|9080||" + host
 	w := &xds.WatchedResource{TypeURL: xds.EndpointType, ResourceNames: map[string]struct{}{name: {}}}
 	gen := func(p *model.Proxy) *xds.Generated {

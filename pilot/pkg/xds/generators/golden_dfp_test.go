@@ -41,15 +41,7 @@ func TestDFPCasesValid(t *testing.T) {
 // clusters and listeners.
 func serveCase(t *testing.T, name string, meshMod func(*meshconfig.MeshConfig), extra string) (cds, lds []byte) {
 	t.Helper()
-	var gc *goldenCase
-	for i := range goldenCases {
-		if goldenCases[i].name == name {
-			gc = &goldenCases[i]
-		}
-	}
-	if gc == nil {
-		t.Fatalf("no golden case %s", name)
-	}
+	gc := findCase(t, name)
 	b, err := os.ReadFile(filepath.Join("testdata", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +56,7 @@ func serveCase(t *testing.T, name string, meshMod func(*meshconfig.MeshConfig), 
 		}
 		meshMod(m)
 	})
-	c := dialCase(t, *gc, env, idx, disc)
+	c := dialCase(t, gc, env, idx, disc)
 	for _, typ := range []string{xds.ClusterType, xds.ListenerType} {
 		if err := c.Watch(typ); err != nil {
 			t.Fatal(err)

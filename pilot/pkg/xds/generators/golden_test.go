@@ -201,9 +201,28 @@ func render(t *testing.T, c *adsc.Client, typeURL string) []byte {
 	return append(b, '\n')
 }
 
+// findCase is the registered golden case of that name.
+func findCase(t *testing.T, name string) goldenCase {
+	t.Helper()
+	for _, gc := range goldenCases {
+		if gc.name == name {
+			return gc
+		}
+	}
+	t.Fatalf("no golden case %s", name)
+	return goldenCase{}
+}
+
 // dialCase serves a golden case's environment with the generators set
 // as the case asks and connects its proxy.
 func dialCase(t *testing.T, gc goldenCase, env *model.Environment, idx *model.EndpointIndex, disc model.ServiceDiscovery) *adsc.Client {
+	t.Helper()
+	c, _ := dialCaseServer(t, gc, env, idx, disc)
+	return c
+}
+
+// dialCaseServer is dialCase, also returning the server.
+func dialCaseServer(t *testing.T, gc goldenCase, env *model.Environment, idx *model.EndpointIndex, disc model.ServiceDiscovery) (*adsc.Client, *xdstest.Server) {
 	t.Helper()
 	s := xdstest.NewServer(t)
 	gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc, SidecarIngressTLS: gc.sidecarIngressTLS, DualStack: gc.dualStack}
@@ -217,7 +236,7 @@ func dialCase(t *testing.T, gc goldenCase, env *model.Environment, idx *model.En
 	for k, v := range gc.meta {
 		md[k] = v
 	}
-	return xdstest.Dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: md})
+	return xdstest.Dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: md}), s
 }
 
 func TestGoldens(t *testing.T) {

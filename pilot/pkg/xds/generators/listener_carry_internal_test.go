@@ -27,18 +27,7 @@ func TestListenersCarriedAcrossHTTPRouteChanges(t *testing.T) {
 		Attributes: model.ServiceAttributes{Name: "db", Namespace: "default", ServiceRegistry: model.Kubernetes}}
 	store := memory.New(collections.Pilot)
 	put := func(g config.GroupVersionKind, ns, name string, spec config.Spec) {
-		t.Helper()
-		c := config.Config{Meta: config.Meta{GroupVersionKind: g, Name: name, Namespace: ns, Domain: "cluster.local"}, Spec: spec}
-		if old := store.Get(g, name, ns); old != nil {
-			c.ResourceVersion = old.ResourceVersion
-			if _, err := store.Update(c); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		if _, err := store.Create(c); err != nil {
-			t.Fatal(err)
-		}
+		storePut(t, store, g, ns, name, spec)
 	}
 	httpVS := func(timeout int64) *networking.VirtualService {
 		return &networking.VirtualService{Hosts: []string{host}, Http: []*networking.HTTPRoute{{
@@ -46,7 +35,7 @@ func TestListenersCarriedAcrossHTTPRouteChanges(t *testing.T) {
 			Retries: &networking.HTTPRetry{Attempts: int32(timeout)}}}}
 	}
 	put(gvk.VirtualService, "default", "web", httpVS(1))
-	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: oneService{svc}})
+	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: services{svc}})
 	change := func(old *model.PushContext, k kind.Kind) *model.PushContext {
 		return model.InitContext(env, old, &model.PushRequest{Full: true, ConfigsUpdated: model.NewConfigKeys(model.ConfigKey{Kind: k, Name: "x", Namespace: "default"})})
 	}
@@ -67,14 +56,14 @@ func TestListenersCarriedAcrossHTTPRouteChanges(t *testing.T) {
 		t.Fatalf("no listener 10.96.0.12_5432 among %d", len(out.Resources))
 		return nil
 	}
-	g := &SidecarGenerators{Discovery: oneService{svc}}
+	g := &SidecarGenerators{Discovery: services{svc}}
 	check := func(push *model.PushContext, ns string, prev *discovery.Resource, carried bool, what string) *discovery.Resource {
 		t.Helper()
 		got := tcpListener(g, push, ns)
 		if (got == prev) != carried {
 			t.Errorf("%s: carried %v, want %v", what, got == prev, carried)
 		}
-		if fresh := tcpListener(&SidecarGenerators{Discovery: oneService{svc}}, push, ns); fresh.Version != got.Version {
+		if fresh := tcpListener(&SidecarGenerators{Discovery: services{svc}}, push, ns); fresh.Version != got.Version {
 			t.Errorf("%s: the listener differs from one built from scratch", what)
 		}
 		return got

@@ -17,17 +17,6 @@ import (
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 )
 
-type oneService struct{ svc *model.Service }
-
-func (d oneService) Services() []*model.Service { return []*model.Service{d.svc} }
-func (d oneService) GetService(h string) *model.Service {
-	if h == d.svc.Hostname {
-		return d.svc
-	}
-	return nil
-}
-func (d oneService) GetProxyServiceTargets(*model.ProxyQuery) []model.ServiceTarget { return nil }
-
 func routeProxy(t *testing.T, app string) *model.Proxy {
 	t.Helper()
 	md, err := structpb.NewStruct(map[string]any{"NAMESPACE": "default", "LABELS": map[string]any{"app": app, "version": "v1"}})
@@ -72,9 +61,9 @@ func TestRoutesSharedAcrossWorkloads(t *testing.T) {
 				Domain: "cluster.local"}, Spec: vs}); err != nil {
 				t.Fatal(err)
 			}
-			env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: oneService{svc}})
+			env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: services{svc}})
 			req := &model.PushRequest{Full: true, Push: model.InitContext(env, nil, &model.PushRequest{Full: true})}
-			g := &SidecarGenerators{Discovery: oneService{svc}}
+			g := &SidecarGenerators{Discovery: services{svc}}
 			w := &xds.WatchedResource{TypeURL: xds.RouteType, ResourceNames: map[string]struct{}{"9080": {}}}
 			gen := func(p *model.Proxy) *xds.Generated {
 				out, err := g.routes(p, w, req)

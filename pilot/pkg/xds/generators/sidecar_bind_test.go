@@ -13,17 +13,20 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
-	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 )
 
 // checkCaseValid connects to a golden case and runs Envoy's own validation
-// on every cluster and listener it gets (there must be some of each).
-func checkCaseValid(t *testing.T, name string) {
+// on every resource of the types it gets (clusters and listeners when none
+// are named; there must be some of each of those two).
+func checkCaseValid(t *testing.T, name string, types ...string) {
 	t.Helper()
 	c := connectCase(t, name)
-	for _, typ := range []string{xds.ClusterType, xds.ListenerType} {
-		if len(c.State(typ)) == 0 {
+	if len(types) == 0 {
+		types = []string{xds.ClusterType, xds.ListenerType}
+	}
+	for _, typ := range types {
+		if len(c.State(typ)) == 0 && typ != xds.RouteType {
 			t.Fatalf("no %s", typ)
 		}
 		for _, n := range c.State(typ) {
@@ -49,24 +52,9 @@ func connectCase(t *testing.T, name string) *adsc.Client {
 // connectCaseServer is connectCase, also returning the server.
 func connectCaseServer(t *testing.T, name string) (*adsc.Client, *xdstest.Server) {
 	t.Helper()
-	var gc *goldenCase
-	for i := range goldenCases {
-		if goldenCases[i].name == name {
-			gc = &goldenCases[i]
-		}
-	}
-	if gc == nil {
-		t.Fatalf("no golden case %s", name)
-	}
+	gc := findCase(t, name)
 	env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
-	s := xdstest.NewServer(t)
-	(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc, SidecarIngressTLS: gc.sidecarIngressTLS, DualStack: gc.dualStack}).Register(s.DS)
-	s.DS.InitPushContext(env)
-	md := map[string]any{"NAMESPACE": gc.ns, "LABELS": gc.labels}
-	for k, v := range gc.meta {
-		md[k] = v
-	}
-	c := xdstest.Dial(t, s, adsc.Config{NodeID: gc.nodeID, Metadata: md})
+	c, s := dialCaseServer(t, gc, env, idx, disc)
 	for _, w := range []struct {
 		typ   string
 		names []string
@@ -88,24 +76,12 @@ func lds(t *testing.T, c *adsc.Client, name string) *listenerv3.Listener {
 	return l
 }
 
-// TestSidecarBindResourcesValid: every resource of the Sidecar bind cases
-// passes Envoy's own validation, and each routes name a listener asks for
-// is served.
+// TestSidecarBindResourcesValid: every cluster, listener and route of the
+// Sidecar bind cases passes Envoy's own validation.
 func TestSidecarBindResourcesValid(t *testing.T) {
 	for _, name := range []string{"sidecar-bind", "sidecar-none-mode", "sidecar-conflicts", "sidecar-ingress-tls", "sidecar-ingress-tls-off", "sidecar-ingress", "sidecar-static-port"} {
 		t.Run(name, func(t *testing.T) {
-			c := connectCase(t, name)
-			for _, typ := range []string{xds.ClusterType, xds.ListenerType, xds.RouteType} {
-				for _, n := range c.State(typ) {
-					m, ok := c.Resource(typ, n).(interface{ ValidateAll() error })
-					if !ok {
-						t.Fatalf("%s %s: not a validating message", typ, n)
-					}
-					if err := m.ValidateAll(); err != nil {
-						t.Errorf("%s %s: %v", typ, n, err)
-					}
-				}
-			}
+			checkCaseValid(t, name, xds.ClusterType, xds.ListenerType, xds.RouteType)
 		})
 	}
 }
