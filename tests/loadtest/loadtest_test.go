@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -387,5 +388,41 @@ func TestScanVirtualHost(t *testing.T) {
 	bad := &discovery.Resource{Name: "9080", Resource: &anypb.Any{TypeUrl: xds.RouteType, Value: []byte{0x12, 0x40, 0x01}}}
 	if _, err := scanVirtualHost(bad, "target:9080"); !errors.As(err, &we) {
 		t.Errorf("truncated: %v, want a wire error", err)
+	}
+}
+
+// A validating sidecar takes what the others take while the phase runs and
+// finds an invalid resource afterwards, when its backlog is checked; the
+// backlog is emptied by the check.
+func TestCheckBacklog(t *testing.T) {
+	res := func(m proto.Message, name string) *discovery.Resource {
+		a, err := anypb.New(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &discovery.Resource{Name: name, Resource: a}
+	}
+	good := &routev3.RouteConfiguration{Name: "9080", VirtualHosts: []*routev3.VirtualHost{{Name: "a:9080", Domains: []string{"a"}}}}
+	// a virtual host needs at least one domain
+	invalid := &routev3.RouteConfiguration{Name: "9081", VirtualHosts: []*routev3.VirtualHost{{Name: "b:9081"}}}
+	for _, validate := range []bool{false, true} {
+		p := &proxy{validate: validate, round: &atomic.Int32{}}
+		p.reset()
+		for _, r := range []*discovery.Resource{res(good, "9080"), res(invalid, "9081")} {
+			if err := p.apply(xds.RouteType, r); err != nil {
+				t.Fatalf("validate=%v: apply %s: %v", validate, r.Name, err)
+			}
+		}
+		err := p.checkBacklog()
+		var we *wireError
+		switch {
+		case !validate && err != nil:
+			t.Errorf("a sidecar that does not validate kept a backlog: %v", err)
+		case validate && (!errors.As(err, &we) || !strings.Contains(err.Error(), `"9081"`)):
+			t.Errorf("validating sidecar: %v, want a wire error naming 9081", err)
+		}
+		if err := p.checkBacklog(); err != nil {
+			t.Errorf("validate=%v: second check: %v", validate, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unique"
@@ -40,11 +41,13 @@ var hcmTypeURL = "type.googleapis.com/" + string(proto.MessageName(&hcm.HttpConn
 // nothing both sent and removed, resource names matching their content) but
 // keeps only resource names, not decoded resources, so that a thousand of
 // them fit in a modest amount of memory; names are interned, all sidecars
-// share one copy of each. Validating sidecars decode every resource and run
-// ValidateAll on it; the others decode what they act on (listeners, and of
-// a route configuration the target's virtual host) and only walk the wire
-// structure of clusters, endpoints and the rest of the routes, which keeps
-// the tool's CPU for istiod on a small machine.
+// share one copy of each. Every sidecar decodes only what it acts on
+// (listeners, and of a route configuration the target's virtual host) and
+// walks the wire structure of clusters, endpoints and the rest of the
+// routes. Validating sidecars also keep every resource they receive and,
+// once the runner has taken a phase's figures, decode it in full and run
+// ValidateAll on it (checkBacklog): the tool's heaviest work then never
+// competes, on a small machine, with the control plane it is timing.
 
 // wireError is a response that broke a protocol rule.
 type wireError struct{ msg string }
@@ -175,6 +178,11 @@ type proxy struct {
 	partial   bool
 	// changedRound is the last round whose routes arrived
 	changedRound int32
+
+	// backlog holds, on a validating sidecar, the resources received
+	// since the last checkBacklog
+	backlogMu sync.Mutex
+	backlog   []*discovery.Resource
 }
 
 func intern(s string) string { return unique.Make(s).Value() }
@@ -337,20 +345,62 @@ func (p *proxy) handle(r *discovery.DeltaDiscoveryResponse) error {
 	return nil
 }
 
-// decode unpacks into m, checks the name and, when validating, ValidateAll.
-func (p *proxy) decode(res *discovery.Resource, m interface {
-	proto.Message
-	ValidateAll() error
-}, name func() string) error {
+// decode unpacks into m and checks the name.
+func decode(res *discovery.Resource, m proto.Message, name func() string) error {
 	if err := proto.Unmarshal(res.Resource.GetValue(), m); err != nil {
 		return wireErrorf("undecodable %s %q: %v", res.Resource.GetTypeUrl(), res.Name, err)
 	}
 	if n := name(); n != res.Name {
 		return wireErrorf("resource named %q carries %q", res.Name, n)
 	}
-	if p.validate {
+	return nil
+}
+
+// checkBacklog decodes in full every resource the sidecar kept since the
+// last call and runs ValidateAll on it (and on a listener's HTTP connection
+// managers); the first failure is returned.
+func (p *proxy) checkBacklog() error {
+	p.backlogMu.Lock()
+	todo := p.backlog
+	p.backlog = nil
+	p.backlogMu.Unlock()
+	for _, res := range todo {
+		var m interface {
+			proto.Message
+			ValidateAll() error
+		}
+		var name func() string
+		switch res.Resource.GetTypeUrl() {
+		case xds.ClusterType:
+			c := &clusterv3.Cluster{}
+			m, name = c, c.GetName
+		case xds.EndpointType:
+			c := &endpointv3.ClusterLoadAssignment{}
+			m, name = c, c.GetClusterName
+		case xds.ListenerType:
+			l := &listenerv3.Listener{}
+			m, name = l, l.GetName
+		case xds.RouteType:
+			rc := &routev3.RouteConfiguration{}
+			m, name = rc, rc.GetName
+		default:
+			continue
+		}
+		if err := decode(res, m, name); err != nil {
+			return err
+		}
 		if err := m.ValidateAll(); err != nil {
 			return wireErrorf("invalid %s %q: %v", res.Resource.GetTypeUrl(), res.Name, err)
+		}
+		if l, ok := m.(*listenerv3.Listener); ok {
+			if err := eachHCM(l, func(h *hcm.HttpConnectionManager) error {
+				if err := h.ValidateAll(); err != nil {
+					return wireErrorf("listener %q: invalid HTTP connection manager: %v", l.GetName(), err)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -360,61 +410,42 @@ func (p *proxy) apply(t string, res *discovery.Resource) error {
 	name := intern(res.Name)
 	switch t {
 	case xds.ClusterType:
-		if !p.validate {
-			typ, err := scan(res, clusterName, clusterType)
-			if err != nil {
-				return err
-			}
-			p.clusters[name] = typ == uint64(clusterv3.Cluster_EDS)
-			return nil
-		}
-		c := &clusterv3.Cluster{}
-		if err := p.decode(res, c, c.GetName); err != nil {
+		typ, err := scan(res, clusterName, clusterType)
+		if err != nil {
 			return err
 		}
-		p.clusters[name] = c.GetType() == clusterv3.Cluster_EDS
+		p.clusters[name] = typ == uint64(clusterv3.Cluster_EDS)
 	case xds.EndpointType:
-		if !p.validate {
-			if _, err := scan(res, claName, 0); err != nil {
-				return err
-			}
-		} else {
-			cla := &endpointv3.ClusterLoadAssignment{}
-			if err := p.decode(res, cla, cla.GetClusterName); err != nil {
-				return err
-			}
+		if _, err := scan(res, claName, 0); err != nil {
+			return err
 		}
 		p.eds.answer(name)
 	case xds.ListenerType:
 		l := &listenerv3.Listener{}
-		if err := p.decode(res, l, l.GetName); err != nil {
+		if err := decode(res, l, l.GetName); err != nil {
 			return err
 		}
-		routes, err := p.routeNames(l)
+		routes, err := routeNames(l)
 		if err != nil {
 			return err
 		}
 		p.listeners[name] = routes
 	case xds.RouteType:
-		if !p.validate {
-			// a route configuration holds a virtual host per service:
-			// decode only the target's
-			vh, err := scanVirtualHost(res, p.targetVHost)
-			if err != nil {
-				return err
-			}
-			p.rds.answer(name)
-			if vh != nil {
-				p.observe(&routev3.RouteConfiguration{VirtualHosts: []*routev3.VirtualHost{vh}})
-			}
-			return nil
-		}
-		rc := &routev3.RouteConfiguration{}
-		if err := p.decode(res, rc, rc.GetName); err != nil {
+		// a route configuration holds a virtual host per service: decode
+		// only the target's
+		vh, err := scanVirtualHost(res, p.targetVHost)
+		if err != nil {
 			return err
 		}
 		p.rds.answer(name)
-		p.observe(rc)
+		if vh != nil {
+			p.observe(&routev3.RouteConfiguration{VirtualHosts: []*routev3.VirtualHost{vh}})
+		}
+	}
+	if p.validate {
+		p.backlogMu.Lock()
+		p.backlog = append(p.backlog, res)
+		p.backlogMu.Unlock()
 	}
 	return nil
 }
@@ -552,8 +583,20 @@ func (p *proxy) remove(t, name string) {
 }
 
 // routeNames are the RDS names of a listener's HTTP connection managers.
-func (p *proxy) routeNames(l *listenerv3.Listener) ([]string, error) {
+func routeNames(l *listenerv3.Listener) ([]string, error) {
 	var out []string
+	err := eachHCM(l, func(h *hcm.HttpConnectionManager) error {
+		if n := h.GetRds().GetRouteConfigName(); n != "" {
+			out = append(out, intern(n))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// eachHCM decodes the HTTP connection managers of a listener's filter
+// chains (the default chain last) and calls fn on each.
+func eachHCM(l *listenerv3.Listener, fn func(*hcm.HttpConnectionManager) error) error {
 	chains := l.GetFilterChains()
 	if dc := l.GetDefaultFilterChain(); dc != nil {
 		chains = append(chains[:len(chains):len(chains)], dc)
@@ -565,19 +608,14 @@ func (p *proxy) routeNames(l *listenerv3.Listener) ([]string, error) {
 			}
 			h := &hcm.HttpConnectionManager{}
 			if err := proto.Unmarshal(f.GetTypedConfig().GetValue(), h); err != nil {
-				return nil, wireErrorf("listener %q: undecodable HTTP connection manager: %v", l.GetName(), err)
+				return wireErrorf("listener %q: undecodable HTTP connection manager: %v", l.GetName(), err)
 			}
-			if p.validate {
-				if err := h.ValidateAll(); err != nil {
-					return nil, wireErrorf("listener %q: invalid HTTP connection manager: %v", l.GetName(), err)
-				}
-			}
-			if n := h.GetRds().GetRouteConfigName(); n != "" {
-				out = append(out, intern(n))
+			if err := fn(h); err != nil {
+				return err
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // observe looks for the target's weighted route: any weight marks that the

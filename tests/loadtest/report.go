@@ -60,8 +60,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "istiod Go runtime at end: Sys %s; heap sys %s, idle %s of which released %s; stacks %s; GC goal %s\n",
 			mib(m["Sys"]), mib(m["HeapSys"]), mib(m["HeapIdle"]), mib(m["HeapReleased"]), mib(m["StackInuse"]), mib(m["NextGC"]))
 	}
-	fmt.Fprintf(w, "load tool: CPU seconds: connect %.2f, change %.2f; RSS at end %s (peak %s)\n",
-		r.ToolConnectCPU, r.ToolChangeCPU, mib(r.ToolRSS), mib(r.ToolPeakRSS))
+	fmt.Fprintf(w, "load tool: CPU seconds: connect %.2f, change %.2f, validation after the phases %.2f; RSS at end %s (peak %s)\n",
+		r.ToolConnectCPU, r.ToolChangeCPU, r.ToolValidateCPU, mib(r.ToolRSS), mib(r.ToolPeakRSS))
 	if r.Partial > 0 {
 		fmt.Fprintf(w, "\nWARNING: %d sidecars were first served an incomplete mesh, e.g. %s\n", r.Partial, r.PartialExample)
 	}

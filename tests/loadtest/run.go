@@ -113,7 +113,11 @@ type Report struct {
 	IstiodRuntime                 map[string]int64
 	ToolRSS, ToolPeakRSS          int64
 	ToolConnectCPU, ToolChangeCPU float64
-	ReadyAfter                    time.Duration
+	// ToolValidateCPU is what the validating sidecars' full decoding and
+	// ValidateAll took, done after each phase's figures were taken and
+	// left out of ToolConnectCPU and ToolChangeCPU
+	ToolValidateCPU float64
+	ReadyAfter      time.Duration
 }
 
 // OK reports a run in which every sidecar got full config and the change,
@@ -294,6 +298,8 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 	defer f.stop()
 	f.fullConfig(ctx)
 	r.IstiodConnectCPU, r.ToolConnectCPU = cpu.lap()
+	r.ToolValidateCPU = f.checkBacklogs()
+	cpu.lap() // the checks belong to neither phase
 	r.Responses = f.count.responses.Load()
 	for i := range r.Resources {
 		r.Resources[i], r.Bytes[i] = f.count.resources[i].Load(), f.count.bytes[i].Load()
@@ -312,6 +318,7 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 			}
 		}()
 	}
+	var changeChecks float64
 	for round := 1; round <= o.Repeat && r.Full > 0 && r.Aborted == ""; round++ {
 		if round > 1 {
 			// let the last round's ACKs and pushes settle
@@ -321,6 +328,7 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 		if err != nil {
 			return nil, err
 		}
+		changeChecks += f.checkBacklogs()
 		r.Converged = min(r.Converged, n)
 		r.Rounds = append(r.Rounds, total)
 		logf("round %d: %d sidecars have the new routes after %v", round, n, total.Round(time.Millisecond))
@@ -332,7 +340,10 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 	if cpuProfileDone != nil {
 		<-cpuProfileDone
 	}
+	changeChecks += f.checkBacklogs() // what came after the last round
+	r.ToolValidateCPU += changeChecks
 	r.IstiodChangeCPU, r.ToolChangeCPU = cpu.lap()
+	r.ToolChangeCPU -= changeChecks
 	r.ChangeResponses = f.count.responses.Load() - r.Responses
 	for i := range f.count.bytes {
 		r.ChangeBytes += f.count.bytes[i].Load() - r.Bytes[i]
@@ -547,6 +558,35 @@ func (f *fleet) change(ctx context.Context, w *world, r int) (int, time.Duration
 		return true
 	})
 	return n, last.Sub(edit), nil
+}
+
+// checkBacklogs has every validating sidecar check what it received since
+// the last call (proxy.checkBacklog), a few at a time, and records the
+// failures; it returns the tool's CPU seconds it took.
+func (f *fleet) checkBacklogs() float64 {
+	before, _ := cpuSeconds(os.Getpid())
+	errs := make([]error, len(f.proxies))
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, p := range f.proxies {
+		if !p.validate {
+			continue
+		}
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			errs[i] = p.checkBacklog()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			f.fail(proxyEvent{id: i, kind: evFailed, at: time.Now(), err: err})
+		}
+	}
+	after, _ := cpuSeconds(os.Getpid())
+	return after - before
 }
 
 // drain records late failures (e.g. a stream that broke after the change).

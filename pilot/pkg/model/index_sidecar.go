@@ -1,6 +1,7 @@
 package model
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 
@@ -113,8 +114,8 @@ func (x *sidecarIndex) sidecarFor(proxy *Proxy) *config.Config {
 	return x.rootDefault
 }
 
-// scopeFor returns the proxy's scope, computing it on first use.
-func (x *sidecarIndex) scopeFor(proxy *Proxy) *SidecarScope {
+// keyFor is the key of the proxy's scope and the Sidecar it comes from.
+func (x *sidecarIndex) keyFor(proxy *Proxy) (scopeKey, *config.Config) {
 	ns := ""
 	var sidecar *config.Config
 	if proxy != nil {
@@ -125,6 +126,13 @@ func (x *sidecarIndex) scopeFor(proxy *Proxy) *SidecarScope {
 	if sidecar != nil {
 		key.sidecar = nameOf(sidecar)
 	}
+	return key, sidecar
+}
+
+// scopeFor returns the proxy's scope, computing it on first use.
+func (x *sidecarIndex) scopeFor(proxy *Proxy) *SidecarScope {
+	key, sidecar := x.keyFor(proxy)
+	ns := key.namespace
 	x.mu.Lock()
 	ls := x.scopes[key]
 	if ls == nil {
@@ -134,6 +142,41 @@ func (x *sidecarIndex) scopeFor(proxy *Proxy) *SidecarScope {
 	x.mu.Unlock()
 	ls.once.Do(func() { ls.scope = computeScope(x.in, sidecar, ns) })
 	return ls.scope
+}
+
+// WarmSidecarScopes computes the scopes of the proxies, each distinct one
+// once, up to GOMAXPROCS at a time: a push that decides who it concerns
+// reads every connected proxy's scope, and computing them one after the
+// other delays every proxy's push by all of them.
+func (p *PushContext) WarmSidecarScopes(proxies []*Proxy) {
+	x := p.sidecars
+	seen := map[scopeKey]bool{}
+	var todo []*Proxy
+	for _, proxy := range proxies {
+		if k, _ := x.keyFor(proxy); !seen[k] {
+			seen[k] = true
+			todo = append(todo, proxy)
+		}
+	}
+	if len(todo) < 2 {
+		return
+	}
+	work := make(chan *Proxy)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for proxy := range work {
+				x.scopeFor(proxy)
+			}
+		}()
+	}
+	for _, proxy := range todo {
+		work <- proxy
+	}
+	close(work)
+	wg.Wait()
 }
 
 // SidecarScope returns the proxy's sidecar scope (never nil): what the

@@ -33,6 +33,16 @@ type virtualServiceIndex struct {
 	visibility []exportSet
 	// delegates maps a root to the delegates it references.
 	delegates map[ConfigKey][]ConfigKey
+	// l4 are the VirtualServices of all with tcp or tls routes, the only
+	// ones a sidecar's listeners read; l4Seq is the snapshot in which that
+	// list last changed (an object in it changed, or it gained or lost one).
+	l4    []*config.Config
+	l4Seq uint64
+}
+
+// HasL4Routes reports whether a VirtualService has tcp or tls routes.
+func HasL4Routes(vs *networking.VirtualService) bool {
+	return len(vs.GetTcp()) > 0 || len(vs.GetTls()) > 0
 }
 
 func buildVirtualServiceIndex(bc *buildContext) *virtualServiceIndex {
@@ -65,7 +75,25 @@ func buildVirtualServiceIndex(bc *buildContext) *virtualServiceIndex {
 	x.all, x.delegates = mergeDelegates(resolved, defaults)
 	x.group(defaults)
 	x.checkDuplicateDomains()
+	for _, cfg := range x.all {
+		if HasL4Routes(cfg.Spec.(*networking.VirtualService)) {
+			x.l4 = append(x.l4, cfg)
+		}
+	}
+	// an unchanged object keeps its resolved copy (the memo), so equal
+	// pointers mean equal content
+	x.l4Seq = bc.push.seq
+	if old, _ := bc.oldIndex().(*virtualServiceIndex); old != nil && slices.Equal(old.l4, x.l4) {
+		x.l4Seq = old.l4Seq
+	}
 	return x
+}
+
+// L4VirtualServicesChangedSince reports whether the VirtualServices with
+// tcp or tls routes changed after snapshot seq was built (always, when seq
+// is not an ancestor this snapshot knows of).
+func (p *PushContext) L4VirtualServicesChangedSince(seq uint64) bool {
+	return p.virtualServices.l4Seq > seq
 }
 
 // group indexes x.all by gateway and visibility; every list keeps the

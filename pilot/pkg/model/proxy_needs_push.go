@@ -123,7 +123,11 @@ var (
 		Router:       {kind.WorkloadGroup, kind.WorkloadEntry, kind.ProxyConfig},
 		SidecarProxy: {kind.Gateway, kind.WorkloadGroup, kind.WorkloadEntry, kind.Secret, kind.ProxyConfig},
 	}
-	kindsNotAffectingRoutes = []kind.Kind{
+	// A VirtualService without tcp or tls routes never changes the
+	// listeners of a sidecar without a Sidecar
+	// (SidecarListenersUnchangedSince).
+	kindsNotAffectingDefaultScopeListeners = append([]kind.Kind{kind.VirtualService}, kindsNotAffectingListeners[SidecarProxy]...)
+	kindsNotAffectingRoutes                = []kind.Kind{
 		kind.WorkloadEntry, kind.WorkloadGroup, kind.AuthorizationPolicy, kind.RequestAuthentication,
 		kind.PeerAuthentication, kind.Secret, kind.WasmPlugin, kind.Telemetry, kind.ProxyConfig,
 	}
@@ -182,6 +186,26 @@ func TypeNeedsPush(proxy *Proxy, req *PushRequest, typeURL string) bool {
 		return anyKindIn(req, kindsAffectingExtensionConfig)
 	}
 	return true
+}
+
+// SidecarListenersUnchangedSince reports that req leaves the listeners of a
+// sidecar without a Sidecar as they were generated from snapshot seq: it
+// names only VirtualServices and kinds that never change a sidecar's
+// listeners, and no VirtualService with tcp or tls routes changed since
+// seq. Such a sidecar's listeners read VirtualServices only for their tcp
+// and tls routes (its HTTP routes are in RDS), and which listeners it has
+// follows its services, not VirtualServices. Ours: Istio regenerates them
+// and sends the same listeners again. A forced request, one that names
+// nothing, and seq 0 (never generated) are never unchanged.
+func SidecarListenersUnchangedSince(proxy *Proxy, req *PushRequest, seq uint64) bool {
+	if proxy == nil || proxy.Type != SidecarProxy || req == nil || req.Push == nil || req.Forced || !req.Full ||
+		len(req.ConfigsUpdated) == 0 || seq == 0 || seq > req.Push.Seq() {
+		return false
+	}
+	if anyKindNotIn(req, kindsNotAffectingDefaultScopeListeners) {
+		return false
+	}
+	return !req.Push.L4VirtualServicesChangedSince(seq) && req.Push.SidecarScope(proxy).Sidecar == nil
 }
 
 // TypesNeedPush returns the types of typeURLs (PushTypeURLs when nil) that

@@ -3,6 +3,9 @@ package model
 import (
 	"testing"
 
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
@@ -54,5 +57,37 @@ func TestChangedOnlySince(t *testing.T) {
 	}
 	if len(p.lineage) != maxLineage || p.ChangedOnlySince(p1.Seq(), routes) {
 		t.Errorf("lineage of %d entries reaches back %v", len(p.lineage), p.ChangedOnlySince(p1.Seq(), routes))
+	}
+}
+
+// Warming computes the scope of every distinct proxy view once, and the
+// proxies then get those scopes.
+func TestWarmSidecarScopes(t *testing.T) {
+	f := newReuseFixture(t)
+	f.put(gvk.Sidecar, "selected", &networking.Sidecar{WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "x"}},
+		Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}})
+	p := InitContext(f.env, nil, nil)
+	var proxies []*Proxy
+	for i := range 20 {
+		proxies = append(proxies, &Proxy{Type: SidecarProxy, ConfigNamespace: []string{"default", "a", "b"}[i%3]})
+	}
+	proxies = append(proxies, &Proxy{Type: SidecarProxy, ConfigNamespace: "default", Labels: map[string]string{"app": "x"}})
+	p.WarmSidecarScopes(proxies)
+	if n := len(p.sidecars.scopes); n != 4 {
+		t.Errorf("%d scopes computed, want 4 (three namespaces and the selected Sidecar)", n)
+	}
+	for k, ls := range p.sidecars.scopes {
+		if ls.scope == nil {
+			t.Errorf("scope %v not computed", k)
+		}
+	}
+	for _, proxy := range proxies {
+		k, _ := p.sidecars.keyFor(proxy)
+		if sc := p.SidecarScope(proxy); sc != p.sidecars.scopes[k].scope {
+			t.Errorf("proxy of %s got a scope other than the warmed one", proxy.ConfigNamespace)
+		}
+	}
+	if got := p.SidecarScope(proxies[len(proxies)-1]).Name; got != "selected" {
+		t.Errorf("the selected proxy's scope is %s", got)
 	}
 }

@@ -210,3 +210,74 @@ func short(urls []string) []string {
 	}
 	return out
 }
+
+// A sidecar without a Sidecar keeps its listeners across changes of
+// VirtualServices without tcp or tls routes; a change that touches one
+// with them (gaining, editing or losing them), any other kind, a Sidecar,
+// a gateway or a forced push regenerates them.
+func TestSidecarListenersUnchangedSince(t *testing.T) {
+	e := needsPushFixture(t)
+	tcp := func(host string) []*networking.TCPRoute {
+		return []*networking.TCPRoute{{Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: host}}}}}
+	}
+	e.create(kind.VirtualService, "app", "db", 2, &networking.VirtualService{Hosts: []string{"db"}, Tcp: tcp("db")})
+	p1 := e.push()
+	step := func(old *model.PushContext, keys ...model.ConfigKey) (*model.PushContext, *model.PushRequest) {
+		r := pcFull(keys...)
+		r.Push = model.InitContext(e.env, old, r)
+		return r.Push, r
+	}
+	app, other, gw := sidecarProxy("app", nil), sidecarProxy("other", nil), gatewayProxy("app", nil)
+	reviews, db := pcKey(kind.VirtualService, "app", "reviews"), pcKey(kind.VirtualService, "app", "db")
+
+	e.update(kind.VirtualService, "app", "reviews", &networking.VirtualService{Hosts: []string{"reviews"}, Http: route("reviews", "reviews")})
+	p2, httpOnly := step(p1, reviews)
+	if !model.SidecarListenersUnchangedSince(app, httpOnly, p1.Seq()) {
+		t.Error("an HTTP-only VirtualService change regenerated the listeners")
+	}
+	for name, unchanged := range map[string]bool{
+		"a sidecar with a Sidecar":        model.SidecarListenersUnchangedSince(other, httpOnly, p1.Seq()),
+		"a gateway":                       model.SidecarListenersUnchangedSince(gw, httpOnly, p1.Seq()),
+		"never generated":                 model.SidecarListenersUnchangedSince(app, httpOnly, 0),
+		"generated from a later snapshot": model.SidecarListenersUnchangedSince(app, httpOnly, p2.Seq()+1),
+	} {
+		if unchanged {
+			t.Errorf("%s: listeners kept", name)
+		}
+	}
+	forced := *httpOnly
+	forced.Forced = true
+	if model.SidecarListenersUnchangedSince(app, &forced, p1.Seq()) {
+		t.Error("a forced push kept the listeners")
+	}
+	_, withRule := step(p2, reviews, pcKey(kind.DestinationRule, "app", "reviews"))
+	if model.SidecarListenersUnchangedSince(app, withRule, p2.Seq()) {
+		t.Error("a DestinationRule change kept the listeners")
+	}
+
+	// the tcp VirtualService edited, then an HTTP one gaining tcp routes,
+	// then losing them: each regenerates, as seen from any earlier snapshot
+	e.update(kind.VirtualService, "app", "db", &networking.VirtualService{Hosts: []string{"db"}, Tcp: tcp("reviews")})
+	p3, r3 := step(p2, db)
+	e.update(kind.VirtualService, "app", "reviews", &networking.VirtualService{Hosts: []string{"reviews"}, Tcp: tcp("reviews")})
+	p4, r4 := step(p3, reviews)
+	e.update(kind.VirtualService, "app", "reviews", &networking.VirtualService{Hosts: []string{"reviews"}, Http: route("reviews")})
+	p5, r5 := step(p4, reviews)
+	for name, c := range map[string]struct {
+		req   *model.PushRequest
+		since *model.PushContext
+	}{"tcp routes edited": {r3, p2}, "tcp routes gained": {r4, p3}, "tcp routes lost": {r5, p4}, "lost, seen from further back": {r5, p1}} {
+		if model.SidecarListenersUnchangedSince(app, c.req, c.since.Seq()) {
+			t.Errorf("%s: listeners kept", name)
+		}
+	}
+	// once regenerated from p5, the next HTTP-only change keeps them
+	e.update(kind.VirtualService, "app", "reviews", &networking.VirtualService{Hosts: []string{"reviews"}, Http: route("reviews", "secret")})
+	_, r6 := step(p5, reviews)
+	if !model.SidecarListenersUnchangedSince(app, r6, p5.Seq()) {
+		t.Error("after the tcp routes settled, an HTTP-only change regenerated the listeners")
+	}
+	if model.SidecarListenersUnchangedSince(app, r6, p3.Seq()) {
+		t.Error("listeners generated before the tcp routes changed were kept")
+	}
+}

@@ -227,16 +227,26 @@ func (sc *SidecarScope) collectServices(in *scopeInputs, ns string) {
 				sc.dependencies[d] = struct{}{}
 			}
 			spec := vs.Spec.(*networking.VirtualService)
-			ports := vsDestinationPorts(spec, ns)
+			var ports map[string]map[int]bool // computed on first need
 			for _, h := range vsDestinationHosts(spec) {
 				svc := in.services.forHostname(h, ns)
 				if svc == nil {
 					continue
 				}
+				if port == 0 && sc.servicesByHostname[svc.Hostname] == svc {
+					// imported whole already: a copy trimmed to some of
+					// its ports would merge back into the same ports
+					continue
+				}
 				if port != 0 {
 					svc = trimToPort(svc, port)
-				} else if ps, ok := ports[h]; ok {
-					svc = trimToPorts(svc, ps)
+				} else {
+					if ports == nil {
+						ports = vsDestinationPorts(spec, ns)
+					}
+					if ps, ok := ports[h]; ok {
+						svc = trimToPorts(svc, ps)
+					}
 				}
 				sc.addService(svc)
 			}

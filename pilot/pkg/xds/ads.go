@@ -79,9 +79,13 @@ func (s *DiscoveryServer) SetPushThrottle(n int) { s.throttle = NewSemaphore(Pus
 func pushTypes(con *Connection, req *model.PushRequest) []string {
 	var out []string
 	for _, t := range con.watchedTypes() {
-		if model.TypeNeedsPush(con.proxy, req, t) {
-			out = append(out, t)
+		if !model.TypeNeedsPush(con.proxy, req, t) {
+			continue
 		}
+		if t == model.ListenerTypeURL && model.SidecarListenersUnchangedSince(con.proxy, req, con.generatedFrom(t)) {
+			continue
+		}
+		out = append(out, t)
 	}
 	return out
 }
@@ -302,6 +306,7 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 		w.VersionSent = resp.VersionInfo
 		w.LastSent = time.Now()
 		w.Held = held
+		w.generatedFrom = req.Push.Seq()
 		if isWildcardType(t) {
 			w.last = res
 		}

@@ -116,6 +116,17 @@ func (c *Connection) watch(typeURL string) *WatchedResource {
 	return c.watched[typeURL]
 }
 
+// generatedFrom is the Seq of the snapshot the type was last generated
+// from for this connection (0: never, or not watched).
+func (c *Connection) generatedFrom(typeURL string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w := c.watched[typeURL]; w != nil {
+		return w.generatedFrom
+	}
+	return 0
+}
+
 func sortConnections(cs []*Connection) {
 	sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
 }

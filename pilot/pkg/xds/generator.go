@@ -65,6 +65,10 @@ type WatchedResource struct {
 	LastNACK string
 	// LastSent is when the last response of the type was sent.
 	LastSent time.Time
+	// generatedFrom is the Seq of the snapshot the last push or answer
+	// of the type was generated from, whether or not anything was sent
+	// (0: never generated).
+	generatedFrom uint64
 	// sent holds, for delta streams, the version of every resource the
 	// client holds: shared with other connections, never changed in place.
 	sent *sentVersions

@@ -38,10 +38,11 @@ func withHeldCopies(res, last []*discovery.Resource, held map[string]string) []*
 }
 
 // setHeld records what a push that sent nothing left held.
-func (s *DiscoveryServer) setHeld(con *Connection, t string, held map[string]string) {
+func (s *DiscoveryServer) setHeld(con *Connection, t string, held map[string]string, from uint64) {
 	con.mu.Lock()
 	if w := con.watched[t]; w != nil {
 		w.Held = held
+		w.generatedFrom = from
 	}
 	con.mu.Unlock()
 }

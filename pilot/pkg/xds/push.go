@@ -23,7 +23,16 @@ func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushReque
 		r := *req
 		r.Push = pc
 		n := 0
-		for _, c := range s.Connections() {
+		conns := s.Connections()
+		if r.Full && !r.Forced && len(r.ConfigsUpdated) > 0 {
+			// ProxyNeedsPush reads each proxy's scope in this snapshot
+			proxies := make([]*model.Proxy, 0, len(conns))
+			for _, c := range conns {
+				proxies = append(proxies, c.proxy)
+			}
+			pc.WarmSidecarScopes(proxies)
+		}
+		for _, c := range conns {
 			if r.Forced || model.ProxyNeedsPush(c.proxy, &r) {
 				c.enqueue(&r)
 				n++

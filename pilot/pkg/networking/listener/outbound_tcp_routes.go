@@ -263,7 +263,7 @@ func (o Options) withTCPRoutesOnly() Options {
 	keep := func(vss []*config.Config) []*config.Config {
 		var out []*config.Config
 		for _, vs := range vss {
-			if spec, ok := vs.Spec.(*networking.VirtualService); ok && hasL4Routes(spec) {
+			if spec, ok := vs.Spec.(*networking.VirtualService); ok && model.HasL4Routes(spec) {
 				out = append(out, vs)
 			}
 		}
@@ -287,7 +287,7 @@ func hostVirtualServices(vss []*config.Config, hostname string) []*config.Config
 	var out []*config.Config
 	for _, vs := range vss {
 		spec, ok := vs.Spec.(*networking.VirtualService)
-		if !ok || !hasL4Routes(spec) {
+		if !ok || !model.HasL4Routes(spec) {
 			// only tcp and tls routes matter here; skipping the rest
 			// changes no order
 			continue
@@ -312,11 +312,6 @@ func hostsOverlap(a, b string) bool {
 		}
 	}
 	return sub(a, b) || sub(b, a)
-}
-
-// hasL4Routes: the VirtualService has tcp or tls routes.
-func hasL4Routes(vs *networking.VirtualService) bool {
-	return len(vs.GetTcp()) > 0 || len(vs.GetTls()) > 0
 }
 
 // virtualServicePath is how chain metadata names a VirtualService.

@@ -267,7 +267,7 @@ func listenerRoutesKey(push *model.PushContext, proxy *model.Proxy, opts listene
 	add := func(vss []*config.Config) bool {
 		for _, vs := range vss {
 			spec, ok := vs.Spec.(*networking.VirtualService)
-			if !ok || len(spec.GetTcp())+len(spec.GetTls()) == 0 {
+			if !ok || !model.HasL4Routes(spec) {
 				continue
 			}
 			if vs.ResourceVersion == "" {
