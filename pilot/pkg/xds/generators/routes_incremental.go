@@ -14,6 +14,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
@@ -167,8 +168,22 @@ type vhostCache struct {
 	// namespace, and computing it for every host of every scope costs
 	// more than the rest of a hit (prevDomains: the snapshot before's)
 	domains, prevDomains map[domainsKey]string
-	// builds counts the virtual hosts built (tests)
-	builds atomic.Int64
+	// assemblies are, per route configuration (its cache key), the hosts
+	// its last assembly under this snapshot took, by hostname;
+	// prevAssemblies those of the snapshot before, taken over with its
+	// entries (see assembledRoutes)
+	assemblies, prevAssemblies map[cacheKey]map[string]assembledHost
+	// builds counts the virtual hosts built, gets those looked up by key
+	// (tests)
+	builds, gets atomic.Int64
+}
+
+// assembledHost is a virtual host an assembly took: the service and
+// VirtualService it was asked for, and the entry.
+type assembledHost struct {
+	svc *model.Service
+	vs  *config.Config
+	e   *vhostEntry
 }
 
 type domainsKey struct {
@@ -192,6 +207,7 @@ func carryVirtualHosts(push *model.PushContext, prevSeq uint64) bool {
 // get returns the virtual host of sr on the port, as the proxy with
 // options o and lookups l sees it, building it on a miss.
 func (c *vhostCache) get(push *model.PushContext, sr route.ServiceRoutes, port int, o route.Options, l vhostLookups, build func(*vhostDeps) *vhostEntry) *vhostEntry {
+	c.gets.Add(1)
 	seq := push.Seq()
 	dk := domainsKey{svc: sr.Service, port: port, proxyNamespace: o.ProxyNamespace, domainSuffix: o.DomainSuffix}
 	c.mu.Lock()
@@ -245,17 +261,42 @@ func (c *vhostCache) use(push *model.PushContext) bool {
 	seq := push.Seq()
 	switch {
 	case c.entries == nil || seq > c.seq:
-		c.prev, c.prevDomains = nil, nil
+		c.prev, c.prevDomains, c.prevAssemblies = nil, nil, nil
 		if c.entries != nil && carryVirtualHosts(push, c.seq) {
-			c.prev, c.prevDomains = c.entries, c.domains
+			c.prev, c.prevDomains, c.prevAssemblies = c.entries, c.domains, c.assemblies
 		}
 		c.seq = seq
 		c.entries = make(map[vhostKey][]*vhostEntry, len(c.prev))
 		c.domains = make(map[domainsKey]string, len(c.prevDomains))
+		c.assemblies = make(map[cacheKey]map[string]assembledHost, len(c.prevAssemblies))
 	case seq < c.seq:
 		return false
 	}
 	return true
+}
+
+// lastAssembly is what the last assembly of the route configuration under
+// key took, in push's snapshot or the one before (nil: none, or push is
+// older than the cache's snapshot).
+func (c *vhostCache) lastAssembly(push *model.PushContext, key cacheKey) map[string]assembledHost {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.use(push) {
+		return nil
+	}
+	if a, ok := c.assemblies[key]; ok {
+		return a
+	}
+	return c.prevAssemblies[key]
+}
+
+// remember records what an assembly under push's snapshot took.
+func (c *vhostCache) remember(push *model.PushContext, key cacheKey, hosts map[string]assembledHost) {
+	c.mu.Lock()
+	if c.seq == push.Seq() && c.assemblies != nil {
+		c.assemblies[key] = hosts
+	}
+	c.mu.Unlock()
 }
 
 func (c *vhostCache) build(build func(*vhostDeps) *vhostEntry) *vhostEntry {
@@ -284,7 +325,13 @@ func encodeChecked(m validated) ([]byte, error) {
 // toResources(route.BuildRouteConfiguration(port, srs, opts)). It answers
 // false when some part fails its checks: the caller then builds the whole
 // configuration, which holds it with the reason it always gave.
-func (g *SidecarGenerators) assembledRoutes(push *model.PushContext, proxy *model.Proxy, port int, srs []route.ServiceRoutes, opts route.Options) (xds.Generated, bool) {
+//
+// Proxies under one cache key share their options, so the hosts the last
+// assembly under the key took serve again, without computing their keys,
+// for the services and VirtualServices that did not change, as long as
+// their lookups still hold: a VirtualService change then costs the hosts
+// it touches.
+func (g *SidecarGenerators) assembledRoutes(push *model.PushContext, proxy *model.Proxy, key cacheKey, port int, srs []route.ServiceRoutes, opts route.Options) (xds.Generated, bool) {
 	rc := route.NewRouteConfiguration(port)
 	if err := rc.ValidateAll(); err != nil {
 		return xds.Generated{}, false
@@ -310,15 +357,24 @@ func (g *SidecarGenerators) assembledRoutes(push *model.PushContext, proxy *mode
 	if l.service == nil {
 		l.service = func(string) *model.Service { return nil }
 	}
+	last := g.vhosts.lastAssembly(push, key)
+	took := make(map[string]assembledHost, len(srs))
 	hosts := make([][]byte, 0, len(srs)+1)
 	size := len(head) + len(tail)
 	for _, sr := range srs {
-		e := g.vhosts.get(push, sr, port, opts, l, func(d *vhostDeps) *vhostEntry {
-			enc, err := encodeChecked(route.BuildVirtualHost(sr, port, recording(opts, l, d)))
-			return &vhostEntry{enc: enc, err: err}
-		})
+		h, ok := last[sr.Service.Hostname]
+		if !ok || h.svc != sr.Service || h.vs != sr.VirtualService || !h.e.deps.holdFor(l) {
+			h = assembledHost{svc: sr.Service, vs: sr.VirtualService, e: g.vhosts.get(push, sr, port, opts, l, func(d *vhostDeps) *vhostEntry {
+				enc, err := encodeChecked(route.BuildVirtualHost(sr, port, recording(opts, l, d)))
+				return &vhostEntry{enc: enc, err: err}
+			})}
+		}
+		e := h.e
 		if e.err != nil {
 			return xds.Generated{}, false
+		}
+		if _, dup := took[sr.Service.Hostname]; !dup {
+			took[sr.Service.Hostname] = h
 		}
 		hosts = append(hosts, e.enc)
 		size += protowire.SizeTag(2) + protowire.SizeBytes(len(e.enc))
@@ -332,6 +388,7 @@ func (g *SidecarGenerators) assembledRoutes(push *model.PushContext, proxy *mode
 		b = protowire.AppendBytes(protowire.AppendTag(b, 2, protowire.BytesType), h)
 	}
 	b = append(b, tail...)
+	g.vhosts.remember(push, key, took)
 	return xds.Generated{Resources: []*discovery.Resource{xds.NewResource(xds.RouteType, name, b)}}, true
 }
 

@@ -198,10 +198,13 @@ func TestRoutesRebuildOnlyChangedVirtualHosts(t *testing.T) {
 	w := &xds.WatchedResource{TypeURL: xds.RouteType, ResourceNames: map[string]struct{}{"80": {}, "8080": {}, "9090": {}}}
 
 	// generate checks every proxy's configurations against a full build
-	// from scratch and returns how many virtual hosts that built
+	// from scratch and returns how many virtual hosts that built; gets
+	// is how many it looked up by key
+	var gets int64
 	generate := func(push *model.PushContext) int64 {
 		t.Helper()
-		before := g.vhosts.builds.Load()
+		before, getsBefore := g.vhosts.builds.Load(), g.vhosts.gets.Load()
+		defer func() { gets = g.vhosts.gets.Load() - getsBefore }()
 		for _, p := range proxies {
 			got, err := g.routes(p, w, &model.PushRequest{Full: true, Push: push})
 			if err != nil {
@@ -227,6 +230,7 @@ func TestRoutesRebuildOnlyChangedVirtualHosts(t *testing.T) {
 
 	p1 := model.InitContext(env, nil, nil)
 	first := generate(p1)
+	firstGets := gets
 	if first == 0 {
 		t.Fatal("no virtual host built: nothing was assembled")
 	}
@@ -248,6 +252,11 @@ func TestRoutesRebuildOnlyChangedVirtualHosts(t *testing.T) {
 	// delegate again on every VirtualService change (a new spec): 2
 	if n := generate(p2); n != 6 {
 		t.Errorf("a VirtualService change built %d virtual hosts, want 6 (of %d)", n, first)
+	}
+	// the others come from each configuration's last assembly, without a
+	// lookup by key: only the two edited hosts of each are looked up
+	if gets >= firstGets/2 {
+		t.Errorf("a VirtualService change looked up %d virtual hosts by key, of %d the first time", gets, firstGets)
 	}
 
 	update(gvk.DestinationRule, "svc-1", "a", func(s config.Spec) {

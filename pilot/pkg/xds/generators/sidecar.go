@@ -509,7 +509,8 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 		if !ok {
 			continue
 		}
-		out.Append(g.cache.get(push, cacheKey{typeURL: xds.RouteType, namespace: scope, name: n, patches: ps.Key()}, 0, func() xds.Generated {
+		key := cacheKey{typeURL: xds.RouteType, namespace: scope, name: n, patches: ps.Key()}
+		out.Append(g.cache.get(push, key, 0, func() xds.Generated {
 			opts := sidecarRouteOptions(push, proxy)
 			from := egressListenerForRoutes(push.SidecarScope(proxy), port, n)
 			var rc *routeCfg
@@ -525,7 +526,7 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 				if ps.Empty() && !g.fullRoutes {
 					// assembled from virtual hosts shared across scopes
 					// and snapshots (routes_incremental.go)
-					if res, ok := g.assembledRoutes(push, proxy, port, byPort[port], opts); ok {
+					if res, ok := g.assembledRoutes(push, proxy, key, port, byPort[port], opts); ok {
 						return res
 					}
 				}
