@@ -55,9 +55,11 @@ type daemon struct {
 	logPath string
 	http    string
 	grpc    string
-	exited  chan struct{}
-	exitErr error
-	stopped bool
+	// monitoring is the Prometheus port (/metrics)
+	monitoring string
+	exited     chan struct{}
+	exitErr    error
+	stopped    bool
 }
 
 // startIstiod runs the control plane on src with free loopback ports, in
@@ -82,7 +84,7 @@ func startIstiod(t target, src source, meshFile, dir string) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{http: la.http, grpc: la.grpc, logPath: logPath, exited: make(chan struct{})}
+	d := &daemon{http: la.http, grpc: la.grpc, monitoring: la.monitoring, logPath: logPath, exited: make(chan struct{})}
 	d.cmd = exec.Command(t.bin, args...)
 	d.cmd.Dir = dir
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
@@ -129,6 +131,77 @@ func (d *daemon) profile(endpoint, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// histograms reads, from istiod's /metrics, the sum and count of each
+// named histogram over all its label sets.
+func (d *daemon) histograms(names []string) (map[string]histogram, error) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + d.monitoring + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	return parseHistograms(resp.Body, names)
+}
+
+// histogram is a Prometheus histogram's sum and count.
+type histogram struct{ sum, count float64 }
+
+// sub is what was observed between before and h.
+func (h histogram) sub(before histogram) histogram {
+	return histogram{sum: h.sum - before.sum, count: h.count - before.count}
+}
+
+// mean is the mean observation, 0 without any.
+func (h histogram) mean() float64 {
+	if h.count == 0 {
+		return 0
+	}
+	return h.sum / h.count
+}
+
+// parseHistograms reads the _sum and _count lines of the named histograms
+// from the Prometheus text format, adding up their label sets.
+func parseHistograms(r io.Reader, names []string) (map[string]histogram, error) {
+	out := map[string]histogram{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		series, value, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		metric, _, _ := strings.Cut(series, "{")
+		for _, n := range names {
+			h := out[n]
+			switch metric {
+			case n + "_sum":
+				v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v", line, err)
+				}
+				h.sum += v
+			case n + "_count":
+				v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v", line, err)
+				}
+				h.count += v
+			default:
+				continue
+			}
+			out[n] = h
+		}
+	}
+	return out, sc.Err()
 }
 
 // liveHeap forces a GC in istiod and reads its live heap (HeapAlloc) from

@@ -426,3 +426,30 @@ func TestCheckBacklog(t *testing.T) {
 		}
 	}
 }
+
+func TestParseHistograms(t *testing.T) {
+	text := `# HELP pilot_xds_push_time Total time
+# TYPE pilot_xds_push_time histogram
+pilot_xds_push_time_bucket{type="cds",le="0.01"} 3
+pilot_xds_push_time_sum{type="cds"} 0.5
+pilot_xds_push_time_count{type="cds"} 4
+pilot_xds_push_time_sum{type="rds"} 1.5
+pilot_xds_push_time_count{type="rds"} 6
+pilot_debounce_time_sum 0.2
+pilot_debounce_time_count 2
+pilot_debounce_time_total 9
+`
+	h, err := parseHistograms(strings.NewReader(text), []string{"pilot_xds_push_time", "pilot_debounce_time", "absent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h["pilot_xds_push_time"]; got.sum != 2 || got.count != 10 || got.mean() != 0.2 {
+		t.Errorf("push time %+v", got)
+	}
+	if got := h["pilot_debounce_time"].sub(histogram{sum: 0.1, count: 1}); got.count != 1 || got.mean() != 0.1 {
+		t.Errorf("debounce since %+v", got)
+	}
+	if h["absent"].mean() != 0 {
+		t.Error("an absent histogram has a mean")
+	}
+}

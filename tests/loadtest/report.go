@@ -32,6 +32,9 @@ func sortedCopy(d []time.Duration) []time.Duration {
 
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) + "ms" }
 
+// seconds renders a histogram value in seconds as milliseconds.
+func seconds(s float64) string { return ms(time.Duration(s * float64(time.Second))) }
+
 func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB" }
 
 // Print writes the summary table.
@@ -59,6 +62,14 @@ func (r *Report) Print(w io.Writer) {
 	if m := r.IstiodRuntime; m != nil {
 		fmt.Fprintf(w, "istiod Go runtime at end: Sys %s; heap sys %s, idle %s of which released %s; stacks %s; GC goal %s\n",
 			mib(m["Sys"]), mib(m["HeapSys"]), mib(m["HeapIdle"]), mib(m["HeapReleased"]), mib(m["StackInuse"]), mib(m["NextGC"]))
+	}
+	if st := r.PushStages; st != nil {
+		fmt.Fprintf(w, "istiod's histograms over the change rounds, mean (observations): debounce %s (%.0f), push context %s (%.0f), queue %s (%.0f), xDS push %s (%.0f), convergence %s (%.0f)\n",
+			seconds(st["pilot_debounce_time"].mean()), st["pilot_debounce_time"].count,
+			seconds(st["pilot_pushcontext_init_seconds"].mean()), st["pilot_pushcontext_init_seconds"].count,
+			seconds(st["pilot_proxy_queue_time"].mean()), st["pilot_proxy_queue_time"].count,
+			seconds(st["pilot_xds_push_time"].mean()), st["pilot_xds_push_time"].count,
+			seconds(st["pilot_proxy_convergence_time"].mean()), st["pilot_proxy_convergence_time"].count)
 	}
 	fmt.Fprintf(w, "load tool: CPU seconds: connect %.2f, change %.2f, validation after the phases %.2f; RSS at end %s (peak %s)\n",
 		r.ToolConnectCPU, r.ToolChangeCPU, r.ToolValidateCPU, mib(r.ToolRSS), mib(r.ToolPeakRSS))

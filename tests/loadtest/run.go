@@ -117,7 +117,10 @@ type Report struct {
 	// ValidateAll took, done after each phase's figures were taken and
 	// left out of ToolConnectCPU and ToolChangeCPU
 	ToolValidateCPU float64
-	ReadyAfter      time.Duration
+	// PushStages are istiod's own histograms (pushStageMetrics, which
+	// both control planes export) over the change rounds
+	PushStages map[string]histogram
+	ReadyAfter time.Duration
 }
 
 // OK reports a run in which every sidecar got full config and the change,
@@ -318,6 +321,7 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 			}
 		}()
 	}
+	stagesBefore, stagesErr := d.histograms(pushStageMetrics)
 	var changeChecks float64
 	for round := 1; round <= o.Repeat && r.Full > 0 && r.Aborted == ""; round++ {
 		if round > 1 {
@@ -337,6 +341,12 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 		r.Converged = 0
 	}
 	r.ConvergeTotal = median(r.Rounds)
+	if after, err := d.histograms(pushStageMetrics); err == nil && stagesErr == nil {
+		r.PushStages = map[string]histogram{}
+		for _, n := range pushStageMetrics {
+			r.PushStages[n] = after[n].sub(stagesBefore[n])
+		}
+	}
 	if cpuProfileDone != nil {
 		<-cpuProfileDone
 	}
@@ -369,6 +379,13 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 	f.drain()
 	return r, nil
 }
+
+// pushStageMetrics are the histograms of Istio's push pipeline, in its
+// order: the debounce, the PushContext, a proxy's wait in the push queue,
+// one type's generation and send, and a proxy's whole push from the
+// change.
+var pushStageMetrics = []string{"pilot_debounce_time", "pilot_pushcontext_init_seconds", "pilot_proxy_queue_time",
+	"pilot_xds_push_time", "pilot_proxy_convergence_time"}
 
 // median of durations; the lower middle one for an even count.
 func median(d []time.Duration) time.Duration {

@@ -57,15 +57,12 @@ type vhostKey struct {
 	port              int
 	// hasVS tells a VirtualService applies (even one without HTTP routes
 	// for the port: the host then has none, not the default route); vs is
-	// its spec, immutable and held by the key so the pointer stays unique.
+	// its spec, immutable and held by the key so the pointer stays unique,
+	// with what the routes read of the VirtualService beyond its spec.
 	// The VirtualService index keeps the resolved spec of an unchanged
 	// object across rebuilds; a changed or merged one is a new spec.
 	hasVS bool
-	vs    *networking.VirtualService
-	// what the routes read of the VirtualService beyond its spec: its
-	// name (operations, metadata), namespace and group version (metadata)
-	// and its route semantics annotation
-	vsName, vsNamespace, vsGroupVersion, vsSemantics string
+	vs    vsIdentity
 	// sourceLabels says which matches the proxy's labels select
 	sourceLabels string
 	gateway      string
@@ -182,8 +179,26 @@ type vhostCache struct {
 // VirtualService it was asked for, and the entry.
 type assembledHost struct {
 	svc *model.Service
-	vs  *config.Config
+	vs  vsIdentity
 	e   *vhostEntry
+}
+
+// vsIdentity is what a virtual host reads of its VirtualService: the
+// resolved spec (one per version of the object; the configs around it are
+// copied per proxy) and its name (operations, metadata), namespace and
+// group version (metadata) and route semantics annotation.
+type vsIdentity struct {
+	spec                                    *networking.VirtualService
+	name, namespace, groupVersion, semantic string
+}
+
+func identityOf(vs *config.Config) vsIdentity {
+	if vs == nil {
+		return vsIdentity{}
+	}
+	spec, _ := vs.Spec.(*networking.VirtualService)
+	return vsIdentity{spec: spec, name: vs.Name, namespace: vs.Namespace, groupVersion: vs.GroupVersionKind.GroupVersion(),
+		semantic: vs.Annotations[route.RouteSemanticsAnnotation]}
 }
 
 type domainsKey struct {
@@ -362,9 +377,10 @@ func (g *SidecarGenerators) assembledRoutes(push *model.PushContext, proxy *mode
 	hosts := make([][]byte, 0, len(srs)+1)
 	size := len(head) + len(tail)
 	for _, sr := range srs {
+		vs := identityOf(sr.VirtualService)
 		h, ok := last[sr.Service.Hostname]
-		if !ok || h.svc != sr.Service || h.vs != sr.VirtualService || !h.e.deps.holdFor(l) {
-			h = assembledHost{svc: sr.Service, vs: sr.VirtualService, e: g.vhosts.get(push, sr, port, opts, l, func(d *vhostDeps) *vhostEntry {
+		if !ok || h.svc != sr.Service || h.vs != vs || !h.e.deps.holdFor(l) {
+			h = assembledHost{svc: sr.Service, vs: vs, e: g.vhosts.get(push, sr, port, opts, l, func(d *vhostDeps) *vhostEntry {
 				enc, err := encodeChecked(route.BuildVirtualHost(sr, port, recording(opts, l, d)))
 				return &vhostEntry{enc: enc, err: err}
 			})}
@@ -398,10 +414,8 @@ func virtualHostKey(sr route.ServiceRoutes, port int, o route.Options, domains s
 		gateway: o.Gateway, meshRetry: o.MeshRetry}
 	if vs := sr.VirtualService; vs != nil {
 		k.hasVS = true
-		k.vs, _ = vs.Spec.(*networking.VirtualService)
-		k.vsName, k.vsNamespace = vs.Name, vs.Namespace
-		k.vsGroupVersion, k.vsSemantics = vs.GroupVersionKind.GroupVersion(), vs.Annotations[route.RouteSemanticsAnnotation]
-		k.sourceLabels = route.SourceLabelsKey(k.vs, o.ProxyLabels)
+		k.vs = identityOf(vs)
+		k.sourceLabels = route.SourceLabelsKey(k.vs.spec, o.ProxyLabels)
 	}
 	return k
 }

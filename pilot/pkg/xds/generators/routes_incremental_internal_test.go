@@ -321,3 +321,53 @@ func TestRoutesAssembledConcurrently(t *testing.T) {
 		sameAsFullBuild(t, r.proxy.ID+"@"+strconv.FormatUint(r.push.Seq(), 10), r.got, r.want)
 	}
 }
+
+// A route configuration assembled again after one VirtualService changed
+// looks up only that host's virtual host: the others, each with its own
+// VirtualService, come from the last assembly, and the result is what a
+// full build gives.
+func TestAssemblyTakesUnchangedHosts(t *testing.T) {
+	store := memory.New(collections.Pilot)
+	var reg services
+	vs := func(host string, attempts int32) *networking.VirtualService {
+		return &networking.VirtualService{Hosts: []string{host}, Http: []*networking.HTTPRoute{{
+			Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: host}}},
+			Retries: &networking.HTTPRetry{Attempts: attempts}}}}
+	}
+	for i := range 5 {
+		name := fmt.Sprintf("svc-%d", i)
+		reg = append(reg, httpService(name, "a", i+1, 80))
+		storePut(t, store, gvk.VirtualService, "a", name, vs(name+".a.svc.cluster.local", 1))
+	}
+	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: reg})
+	g := &SidecarGenerators{Discovery: reg}
+	w := &xds.WatchedResource{TypeURL: xds.RouteType, ResourceNames: map[string]struct{}{"80": {}}}
+	proxy := routesProxy(t, "a", "x", 1)
+	generate := func(push *model.PushContext) (gets, builds int64) {
+		t.Helper()
+		g0, b0 := g.vhosts.gets.Load(), g.vhosts.builds.Load()
+		got, err := g.routes(proxy, w, &model.PushRequest{Full: true, Push: push})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := (&SidecarGenerators{Discovery: reg, fullRoutes: true}).routes(proxy, w, &model.PushRequest{Full: true, Push: push})
+		sameAsFullBuild(t, proxy.ID, got, want)
+		return g.vhosts.gets.Load() - g0, g.vhosts.builds.Load() - b0
+	}
+	p1 := model.InitContext(env, nil, nil)
+	if gets, builds := generate(p1); gets != 5 || builds != 5 {
+		t.Fatalf("first assembly: %d lookups, %d builds, want 5 and 5", gets, builds)
+	}
+	storePut(t, store, gvk.VirtualService, "a", "svc-2", vs("svc-2.a.svc.cluster.local", 3))
+	p2 := model.InitContext(env, p1, &model.PushRequest{Full: true,
+		ConfigsUpdated: model.NewConfigKeys(model.ConfigKey{Kind: kind.VirtualService, Name: "svc-2", Namespace: "a"})})
+	if gets, builds := generate(p2); gets != 1 || builds != 1 {
+		t.Errorf("after one VirtualService changed: %d lookups, %d builds, want 1 and 1", gets, builds)
+	}
+	// a Sidecar change carries nothing over
+	p3 := model.InitContext(env, p2, &model.PushRequest{Full: true,
+		ConfigsUpdated: model.NewConfigKeys(model.ConfigKey{Kind: kind.Sidecar, Name: "s", Namespace: "a"})})
+	if gets, _ := generate(p3); gets != 5 {
+		t.Errorf("after a Sidecar change: %d lookups, want all 5", gets)
+	}
+}
