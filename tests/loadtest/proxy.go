@@ -235,7 +235,7 @@ func (p *proxy) attempt(ctx context.Context, addr string, node *core.Node, dialS
 	// small transport buffers: a sidecar writes only small requests
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithReadBufferSize(16<<10), grpc.WithWriteBufferSize(4<<10),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.ForceCodecV2(newResponseCodec())))
 	if err != nil {
 		<-dialSlots
 		return err

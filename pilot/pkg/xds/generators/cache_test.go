@@ -106,15 +106,8 @@ func TestUnchangedConfigIsNotResent(t *testing.T) {
 	s.DS.InitPushContext(env)
 	c := xdstest.Dial(t, s, adsc.Config{Delta: true, NodeID: "sidecar~10.244.0.10~productpage-v1-abc.bookinfo~bookinfo.svc.cluster.local",
 		Metadata: map[string]any{"NAMESPACE": "bookinfo"}})
-	for _, w := range []struct {
-		t     string
-		names []string
-	}{{xds.ClusterType, nil}, {xds.ListenerType, nil}, {xds.RouteType, []string{"9080"}}} {
-		if err := c.Watch(w.t, w.names...); err != nil {
-			t.Fatal(err)
-		}
-		xdstest.Next(t, c)
-	}
+	xdstest.WatchInTurn(t, c, xdstest.Watch{Type: xds.ClusterType}, xdstest.Watch{Type: xds.ListenerType},
+		xdstest.Watch{Type: xds.RouteType, Names: []string{"9080"}})
 	for i := 0; i < 3; i++ {
 		s.DS.PushFunc(env)(&model.PushRequest{Full: true, Forced: true})
 	}

@@ -16,24 +16,36 @@ import (
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
+// dbHost is the service of dbService.
+const dbHost = "db.default.svc.cluster.local"
+
+// dbService is db.default (VIP 10.96.0.12) with an HTTP port, 9080, and a
+// TCP port, 5432.
+func dbService() *model.Service {
+	return &model.Service{Hostname: dbHost, Ports: model.PortList{{Name: "http", Port: 9080, Protocol: protocol.HTTP}, {Name: "tcp", Port: 5432, Protocol: protocol.TCP}},
+		DefaultAddress: "10.96.0.12", ClusterVIPs: model.AddressMap{Addresses: map[string][]string{"Kubernetes": {"10.96.0.12"}}},
+		Attributes: model.ServiceAttributes{Name: "db", Namespace: "default", ServiceRegistry: model.Kubernetes}}
+}
+
+// dbHTTPRoutes is a VirtualService of dbService with HTTP routes only,
+// which retry the given number of times.
+func dbHTTPRoutes(attempts int32) *networking.VirtualService {
+	return &networking.VirtualService{Hosts: []string{dbHost}, Http: []*networking.HTTPRoute{{
+		Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: dbHost}}},
+		Retries: &networking.HTTPRetry{Attempts: attempts}}}}
+}
+
 // Outbound listeners built under one snapshot serve the next when only
 // VirtualServices without tcp or tls routes changed; a VirtualService
 // with tcp routes, a scope from a Sidecar or another kind builds them
 // again, and what is carried equals a build from scratch.
 func TestListenersCarriedAcrossHTTPRouteChanges(t *testing.T) {
-	host := "db.default.svc.cluster.local"
-	svc := &model.Service{Hostname: host, Ports: model.PortList{{Name: "http", Port: 9080, Protocol: protocol.HTTP}, {Name: "tcp", Port: 5432, Protocol: protocol.TCP}},
-		DefaultAddress: "10.96.0.12", ClusterVIPs: model.AddressMap{Addresses: map[string][]string{"Kubernetes": {"10.96.0.12"}}},
-		Attributes: model.ServiceAttributes{Name: "db", Namespace: "default", ServiceRegistry: model.Kubernetes}}
+	host, svc := dbHost, dbService()
 	store := memory.New(collections.Pilot)
 	put := func(g config.GroupVersionKind, ns, name string, spec config.Spec) {
 		storePut(t, store, g, ns, name, spec)
 	}
-	httpVS := func(timeout int64) *networking.VirtualService {
-		return &networking.VirtualService{Hosts: []string{host}, Http: []*networking.HTTPRoute{{
-			Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: host}}},
-			Retries: &networking.HTTPRetry{Attempts: int32(timeout)}}}}
-	}
+	httpVS := dbHTTPRoutes
 	put(gvk.VirtualService, "default", "web", httpVS(1))
 	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: services{svc}})
 	change := func(old *model.PushContext, k kind.Kind) *model.PushContext {

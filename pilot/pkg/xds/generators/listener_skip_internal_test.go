@@ -13,7 +13,6 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
-	"github.com/meshplane/istiod/pkg/config/protocol"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
@@ -23,16 +22,9 @@ import (
 // change of HTTP routes (its routes come over RDS), but is for a change of
 // tcp routes, and then gets the routed chain.
 func TestSidecarListenersSkippedOnHTTPRouteChanges(t *testing.T) {
-	host := "db.default.svc.cluster.local"
-	svc := &model.Service{Hostname: host, Ports: model.PortList{{Name: "http", Port: 9080, Protocol: protocol.HTTP}, {Name: "tcp", Port: 5432, Protocol: protocol.TCP}},
-		DefaultAddress: "10.96.0.12", ClusterVIPs: model.AddressMap{Addresses: map[string][]string{"Kubernetes": {"10.96.0.12"}}},
-		Attributes: model.ServiceAttributes{Name: "db", Namespace: "default", ServiceRegistry: model.Kubernetes}}
+	host, svc := dbHost, dbService()
 	store := memory.New(collections.Pilot)
-	httpVS := func(attempts int32) *networking.VirtualService {
-		return &networking.VirtualService{Hosts: []string{host}, Http: []*networking.HTTPRoute{{
-			Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: host}}},
-			Retries: &networking.HTTPRetry{Attempts: attempts}}}}
-	}
+	httpVS := dbHTTPRoutes
 	storePut(t, store, gvk.VirtualService, "default", "web", httpVS(1))
 	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: services{svc}})
 	s := xdstest.NewServer(t)
@@ -45,15 +37,8 @@ func TestSidecarListenersSkippedOnHTTPRouteChanges(t *testing.T) {
 	}))
 	s.DS.InitPushContext(env)
 	c := xdstest.Dial(t, s, adsc.Config{Delta: true, NodeID: "sidecar~10.0.1.1~app-1.shop~shop.svc.cluster.local", Metadata: map[string]any{"NAMESPACE": "shop"}})
-	for _, w := range []struct {
-		t     string
-		names []string
-	}{{xds.ClusterType, nil}, {xds.ListenerType, nil}, {xds.RouteType, []string{"9080"}}} {
-		if err := c.Watch(w.t, w.names...); err != nil {
-			t.Fatal(err)
-		}
-		xdstest.Next(t, c)
-	}
+	xdstest.WatchInTurn(t, c, xdstest.Watch{Type: xds.ClusterType}, xdstest.Watch{Type: xds.ListenerType},
+		xdstest.Watch{Type: xds.RouteType, Names: []string{"9080"}})
 	push := func(name string) {
 		s.DS.PushFunc(env)(&model.PushRequest{Full: true, Reason: model.NewReasonStats(model.ConfigUpdate),
 			ConfigsUpdated: model.NewConfigKeys(model.ConfigKey{Kind: kind.VirtualService, Name: name, Namespace: "default"})})

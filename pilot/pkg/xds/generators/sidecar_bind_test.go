@@ -55,18 +55,11 @@ func connectCaseServer(t *testing.T, name string) (*adsc.Client, *xdstest.Server
 	gc := findCase(t, name)
 	env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
 	c, s := dialCaseServer(t, gc, env, idx, disc)
-	for _, w := range []struct {
-		typ   string
-		names []string
-	}{{xds.ClusterType, nil}, {xds.ListenerType, nil}, {xds.RouteType, gc.routes}} {
-		if w.typ == xds.RouteType && len(w.names) == 0 {
-			continue
-		}
-		if err := c.Watch(w.typ, w.names...); err != nil {
-			t.Fatal(err)
-		}
-		xdstest.Next(t, c)
+	watches := []xdstest.Watch{{Type: xds.ClusterType}, {Type: xds.ListenerType}}
+	if len(gc.routes) > 0 {
+		watches = append(watches, xdstest.Watch{Type: xds.RouteType, Names: gc.routes})
 	}
+	xdstest.WatchInTurn(t, c, watches...)
 	return c, s
 }
 

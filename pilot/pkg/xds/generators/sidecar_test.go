@@ -157,16 +157,12 @@ func TestBundledExampleGeneratesValidConfig(t *testing.T) {
 	(&generators.SidecarGenerators{Discovery: env.ServiceDiscovery()}).Register(s.DS)
 	s.DS.InitPushContext(env)
 	c := xdstest.Dial(t, s, adsc.Config{NodeID: "sidecar~10.244.0.10~productpage-v1.bookinfo~bookinfo.svc.cluster.local", Metadata: map[string]any{"NAMESPACE": "bookinfo"}})
-	for _, w := range []struct {
-		t     string
-		names []string
-	}{{xds.ClusterType, nil}, {xds.ListenerType, nil}, {xds.RouteType, []string{"9080"}}, {xds.EndpointType, []string{"outbound|9080||reviews.bookinfo.svc.cluster.local"}}} {
-		if err := c.Watch(w.t, w.names...); err != nil {
-			t.Fatal(err)
-		}
-		// the checking client fails on any resource that does not pass ValidateAll
-		if r := xdstest.Next(t, c); len(r.Resources) == 0 {
-			t.Errorf("%s: no resources", w.t)
+	// the checking client fails on any resource that does not pass ValidateAll
+	for _, r := range xdstest.WatchInTurn(t, c, xdstest.Watch{Type: xds.ClusterType}, xdstest.Watch{Type: xds.ListenerType},
+		xdstest.Watch{Type: xds.RouteType, Names: []string{"9080"}},
+		xdstest.Watch{Type: xds.EndpointType, Names: []string{"outbound|9080||reviews.bookinfo.svc.cluster.local"}}) {
+		if len(r.Resources) == 0 {
+			t.Errorf("%s: no resources", r.TypeURL)
 		}
 	}
 	// and nothing was held back for failing validation (held resources are

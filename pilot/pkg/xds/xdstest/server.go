@@ -73,3 +73,23 @@ func NoResponse(t testing.TB, c *adsc.Client) {
 		t.Fatalf("unexpected response %s %v", r.TypeURL, r.Resources)
 	}
 }
+
+// Watch is one subscription: a type and the names asked for (none: all).
+type Watch struct {
+	Type  string
+	Names []string
+}
+
+// WatchInTurn subscribes c to each watch in turn, each after the response
+// to the one before, as Envoy does, and returns those responses in order.
+func WatchInTurn(t testing.TB, c *adsc.Client, ws ...Watch) []*adsc.Response {
+	t.Helper()
+	out := make([]*adsc.Response, 0, len(ws))
+	for _, w := range ws {
+		if err := c.Watch(w.Type, w.Names...); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Next(t, c))
+	}
+	return out
+}
