@@ -18,17 +18,13 @@ import (
 // hold little per connection: a codec that sends responses without copying
 // the resources into them; write buffers taken from a pool for each write
 // rather than held by every connection (connections are idle between
-// pushes), large enough that a push of a few hundred kilobytes to each of
-// a hundred proxies costs few write calls (gRPC's default is 32 KiB: about
-// a quarter of our CPU in a round of route pushes went to write calls); and
-// a small read buffer, since what proxies send is small (ACKs and
-// subscriptions; a read larger than the buffer bypasses it anyway). None of
-// this changes what is on the wire.
+// pushes); and a small read buffer, since what proxies send is small (ACKs
+// and subscriptions; a read larger than the buffer bypasses it anyway).
+// None of this changes what is on the wire.
 func GRPCServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(responseCodec{base: encoding.GetCodecV2(protocodec.Name)}),
 		grpc.SharedWriteBuffer(true),
-		grpc.WriteBufferSize(128 << 10),
 		grpc.ReadBufferSize(readBufferSize),
 	}
 }
