@@ -6,9 +6,10 @@
 // an operator sees (and the kubelet counts) stays at the burst's high-water
 // mark long after the live heap went back down. Istio's istiod behaves the
 // same way. The releaser waits until the process has allocated almost
-// nothing for a while, then returns the free pages at once. It changes
-// nothing while work runs: the garbage collector's pacing (GOGC, a memory
-// limit) is left alone.
+// nothing for a while, then collects and returns the free pages at once
+// (the garbage of a burst that ended between two collections counts). It
+// changes nothing while work runs: the garbage collector's pacing (GOGC, a
+// memory limit) is left alone.
 package memrelease
 
 import (
@@ -27,14 +28,15 @@ type Options struct {
 	// QuietRate is the allocation rate, in bytes per second, under which
 	// the process counts as quiet (4 MiB/s).
 	QuietRate uint64
-	// MinFree is how much free, unreleased heap makes a release worth a
+	// MinFree is how much reclaimable heap (free pages not yet returned,
+	// and garbage since the last collection) makes a release worth a
 	// garbage collection (32 MiB); it must also be a quarter of the live
 	// heap or more.
 	MinFree uint64
 	// MinInterval is the least time between two releases (10s).
 	MinInterval time.Duration
 	// Released, when set, is called after each release with the bytes
-	// that were free before it.
+	// that were reclaimable before it.
 	Released func(free uint64)
 }
 
@@ -59,13 +61,34 @@ func (o Options) withDefaults() Options {
 
 // sample is what a decision reads of the heap.
 type sample struct {
-	at     time.Time
-	allocs uint64 // bytes allocated since the start (cumulative)
-	free   uint64 // heap bytes free and not yet returned to the OS
-	live   uint64 // heap bytes in objects
+	at      time.Time
+	allocs  uint64 // bytes allocated since the start (cumulative)
+	free    uint64 // heap bytes free and not yet returned to the OS
+	objects uint64 // heap bytes in objects, garbage not yet collected included
+	marked  uint64 // heap bytes the last collection found live
 }
 
-var metricNames = []string{"/gc/heap/allocs:bytes", "/memory/classes/heap/free:bytes", "/memory/classes/heap/objects:bytes"}
+// live is the live heap as the last collection found it.
+func (s sample) live() uint64 {
+	if s.marked == 0 {
+		return s.objects
+	}
+	return s.marked
+}
+
+// reclaimable is what a collection and a release would hand back: the
+// free pages, and the objects allocated since the last collection beyond
+// what it found live. A burst that ended before the heap reached its next
+// collection leaves its garbage there, not in free pages.
+func (s sample) reclaimable() uint64 {
+	r := s.free
+	if s.objects > s.marked && s.marked > 0 {
+		r += s.objects - s.marked
+	}
+	return r
+}
+
+var metricNames = []string{"/gc/heap/allocs:bytes", "/memory/classes/heap/free:bytes", "/memory/classes/heap/objects:bytes", "/gc/heap/live:bytes"}
 
 func read(now time.Time) sample {
 	ms := make([]metrics.Sample, len(metricNames))
@@ -79,7 +102,7 @@ func read(now time.Time) sample {
 		}
 		return ms[i].Value.Uint64()
 	}
-	return sample{at: now, allocs: v(0), free: v(1), live: v(2)}
+	return sample{at: now, allocs: v(0), free: v(1), objects: v(2), marked: v(3)}
 }
 
 // state is the releaser's memory between samples.
@@ -108,7 +131,7 @@ func (s *state) observe(o Options, cur sample) bool {
 	if s.quietSince.IsZero() {
 		s.quietSince = prev.at
 	}
-	if cur.at.Sub(s.quietSince) < o.Quiet || cur.free < o.MinFree || cur.free < cur.live/4 {
+	if r := cur.reclaimable(); cur.at.Sub(s.quietSince) < o.Quiet || r < o.MinFree || r < cur.live()/4 {
 		return false
 	}
 	if !s.lastRelease.IsZero() && cur.at.Sub(s.lastRelease) < o.MinInterval {
@@ -135,9 +158,9 @@ func Run(o Options, stop <-chan struct{}) {
 			if !s.observe(o, cur) {
 				continue
 			}
-			debug.FreeOSMemory()
+			debug.FreeOSMemory() // collects, then returns the free pages
 			if o.Released != nil {
-				o.Released(cur.free)
+				o.Released(cur.reclaimable())
 			}
 			// what the release itself allocated does not count against quiet
 			s.last = read(time.Now())

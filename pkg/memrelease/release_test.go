@@ -18,15 +18,20 @@ func TestObserve(t *testing.T) {
 		cur  sample
 		want bool
 	}{
-		{"first sample", sample{at: at(0), allocs: 100 * mib, free: 80 * mib, live: 50 * mib}, false},
-		{"busy: 20 MiB in 500ms", sample{at: at(500), allocs: 120 * mib, free: 80 * mib, live: 50 * mib}, false},
-		{"quiet for 500ms only", sample{at: at(1000), allocs: 120 * mib, free: 80 * mib, live: 50 * mib}, false},
-		{"quiet for 1s", sample{at: at(1500), allocs: 121 * mib, free: 80 * mib, live: 50 * mib}, true},
-		{"too soon after a release", sample{at: at(3000), allocs: 121 * mib, free: 80 * mib, live: 50 * mib}, false},
-		{"busy again", sample{at: at(12000), allocs: 200 * mib, free: 80 * mib, live: 50 * mib}, false},
-		{"quiet, but little free", sample{at: at(13500), allocs: 200 * mib, free: 20 * mib, live: 50 * mib}, false},
-		{"quiet, free small against live", sample{at: at(14000), allocs: 200 * mib, free: 40 * mib, live: 400 * mib}, false},
-		{"quiet with much free", sample{at: at(14500), allocs: 200 * mib, free: 90 * mib, live: 50 * mib}, true},
+		{"first sample", sample{at: at(0), allocs: 100 * mib, free: 80 * mib, objects: 50 * mib, marked: 50 * mib}, false},
+		{"busy: 20 MiB in 500ms", sample{at: at(500), allocs: 120 * mib, free: 80 * mib, objects: 50 * mib, marked: 50 * mib}, false},
+		{"quiet for 500ms only", sample{at: at(1000), allocs: 120 * mib, free: 80 * mib, objects: 50 * mib, marked: 50 * mib}, false},
+		{"quiet for 1s", sample{at: at(1500), allocs: 121 * mib, free: 80 * mib, objects: 50 * mib, marked: 50 * mib}, true},
+		{"too soon after a release", sample{at: at(3000), allocs: 121 * mib, free: 80 * mib, objects: 50 * mib, marked: 50 * mib}, false},
+		{"busy again", sample{at: at(12000), allocs: 200 * mib, free: 80 * mib, objects: 50 * mib, marked: 50 * mib}, false},
+		{"quiet, but little free", sample{at: at(13500), allocs: 200 * mib, free: 20 * mib, objects: 50 * mib, marked: 50 * mib}, false},
+		{"quiet, free small against live", sample{at: at(14000), allocs: 200 * mib, free: 40 * mib, objects: 400 * mib, marked: 400 * mib}, false},
+		{"quiet with much free", sample{at: at(14500), allocs: 200 * mib, free: 90 * mib, objects: 50 * mib, marked: 50 * mib}, true},
+		// a burst that ended before the heap reached its next collection:
+		// its garbage is in objects, not in free pages
+		{"busy, no collection since", sample{at: at(25000), allocs: 280 * mib, free: 8 * mib, objects: 130 * mib, marked: 50 * mib}, false},
+		{"quiet, garbage not collected yet", sample{at: at(26500), allocs: 280 * mib, free: 8 * mib, objects: 130 * mib, marked: 50 * mib}, true},
+		{"quiet, little garbage", sample{at: at(38000), allocs: 280 * mib, free: 8 * mib, objects: 60 * mib, marked: 50 * mib}, false},
 	}
 	for _, st := range steps {
 		if got := s.observe(o, st.cur); got != st.want {
