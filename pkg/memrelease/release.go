@@ -33,7 +33,10 @@ type Options struct {
 	// garbage collection (32 MiB); it must also be a quarter of the live
 	// heap or more.
 	MinFree uint64
-	// MinInterval is the least time between two releases (10s).
+	// MinInterval is the least time between two releases (2s); a release
+	// that took long pushes the next one further, so that releasing never
+	// takes more than a fiftieth of the time (a release collects the whole
+	// heap: tens of milliseconds for a heap of tens of megabytes).
 	MinInterval time.Duration
 	// Released, when set, is called after each release with the bytes
 	// that were reclaimable before it.
@@ -54,7 +57,7 @@ func (o Options) withDefaults() Options {
 		o.MinFree = 32 << 20
 	}
 	if o.MinInterval <= 0 {
-		o.MinInterval = 10 * time.Second
+		o.MinInterval = 2 * time.Second
 	}
 	return o
 }
@@ -110,7 +113,14 @@ type state struct {
 	quietSince  time.Time // zero: not quiet
 	last        sample
 	lastRelease time.Time
+	// nextRelease is the earliest time of the next release (zero: as
+	// MinInterval allows)
+	nextRelease time.Time
 }
+
+// releaseCostFactor bounds the time spent releasing: after a release that
+// took d, the next waits at least releaseCostFactor × d.
+const releaseCostFactor = 50
 
 // observe takes a sample and reports whether to release now.
 func (s *state) observe(o Options, cur sample) bool {
@@ -134,7 +144,7 @@ func (s *state) observe(o Options, cur sample) bool {
 	if r := cur.reclaimable(); cur.at.Sub(s.quietSince) < o.Quiet || r < o.MinFree || r < cur.live()/4 {
 		return false
 	}
-	if !s.lastRelease.IsZero() && cur.at.Sub(s.lastRelease) < o.MinInterval {
+	if !s.lastRelease.IsZero() && (cur.at.Sub(s.lastRelease) < o.MinInterval || cur.at.Before(s.nextRelease)) {
 		return false
 	}
 	s.lastRelease = cur.at
@@ -158,7 +168,9 @@ func Run(o Options, stop <-chan struct{}) {
 			if !s.observe(o, cur) {
 				continue
 			}
+			start := time.Now()
 			debug.FreeOSMemory() // collects, then returns the free pages
+			s.nextRelease = start.Add(releaseCostFactor * time.Since(start))
 			if o.Released != nil {
 				o.Released(cur.reclaimable())
 			}

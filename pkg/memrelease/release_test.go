@@ -79,3 +79,21 @@ func TestRunReleasesAfterABurst(t *testing.T) {
 		t.Fatal("no release after a quiet burst")
 	}
 }
+
+// A release that took long holds the next one back beyond MinInterval.
+func TestSlowReleaseDelaysTheNext(t *testing.T) {
+	o := Options{}.withDefaults()
+	t0 := time.Unix(1000, 0)
+	const mib = 1 << 20
+	quiet := func(ms int) sample {
+		return sample{at: t0.Add(time.Duration(ms) * time.Millisecond), allocs: 100 * mib, free: 80 * mib, objects: 50 * mib, marked: 50 * mib}
+	}
+	s := state{lastRelease: t0, nextRelease: t0.Add(5 * time.Second)}
+	s.observe(o, quiet(2500))
+	if s.observe(o, quiet(4000)) {
+		t.Error("released 4s after a release whose cost asked for 5s")
+	}
+	if !s.observe(o, quiet(5500)) {
+		t.Error("no release once the cost's wait was over")
+	}
+}

@@ -48,10 +48,7 @@ type Options struct {
 	Repeat int
 	// Settle is how long istiod idles after /ready before its baseline
 	// memory (no sidecar connected) is read, and after the last change
-	// round before its steady-state memory is. The default, 10s, is the
-	// least time between two releases of free heap by this repository's
-	// istiod (pkg/memrelease): a shorter wait reads its RSS before or
-	// after the release depending on when the previous one happened.
+	// round before its steady-state memory is.
 	Settle time.Duration
 	// Keep leaves the work directory (mesh, istiod log) in place.
 	Keep bool
@@ -69,7 +66,7 @@ type Options struct {
 // DefaultOptions is the scenario of the issue: 1,000 sidecars, 100 services.
 func DefaultOptions() Options {
 	return Options{Proxies: 1000, Services: 100, Namespaces: 10, DialConcurrency: 64, ValidateSidecars: 50,
-		Timeout: 2 * time.Minute, Repeat: 1, Settle: 10 * time.Second}
+		Timeout: 2 * time.Minute, Repeat: 1, Settle: 2 * time.Second}
 }
 
 // Report holds the figures of one control plane's run.
