@@ -84,11 +84,7 @@ func decodeResource(b []byte) (*discovery.Resource, error) {
 		}
 		return nil
 	})
-	if err != nil || len(rest) == 0 {
-		return res, err
-	}
-	// the rare other fields: merged in by the standard decoder
-	return res, proto.UnmarshalOptions{Merge: true}.Unmarshal(rest, res)
+	return res, mergeRest(err, rest, res)
 }
 
 // decodeAny decodes an Any whose value references b.
@@ -107,10 +103,16 @@ func decodeAny(b []byte) (*anypb.Any, error) {
 		}
 		return nil
 	})
+	return a, mergeRest(err, rest, a)
+}
+
+// mergeRest merges the rare other fields of a message, rest, into m with
+// the standard decoder, unless decoding already failed with err.
+func mergeRest(err error, rest []byte, m proto.Message) error {
 	if err != nil || len(rest) == 0 {
-		return a, err
+		return err
 	}
-	return a, proto.UnmarshalOptions{Merge: true}.Unmarshal(rest, a)
+	return proto.UnmarshalOptions{Merge: true}.Unmarshal(rest, m)
 }
 
 // eachField calls fn with each top-level field of message b: its number,
