@@ -145,9 +145,7 @@ func TestInboundChainsPerProtocol(t *testing.T) {
 		"0.0.0.0_9000 port=9000 raw_buffer [] tls=false -> istio.metadata_exchange tcp:inbound|9000||",
 		"0.0.0.0_9000 port=9000 tls [] tls=false -> istio.metadata_exchange tcp:inbound|9000||",
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameLines(t, "chains", got, want)
 	// the HTTP inspector is off where the protocol is declared, and on the
 	// loop guard port
 	var disabled []int32
@@ -279,9 +277,7 @@ func TestSniffedPortTakesTCPToo(t *testing.T) {
 			got = append(got, sniffedChain(fc))
 		}
 		got = append(got, "default: "+sniffedChain(l.DefaultFilterChain))
-		if strings.Join(got, "\n") != strings.Join(w, "\n") {
-			t.Errorf("%s chains:\n%s\nwant:\n%s", l.Name, strings.Join(got, "\n"), strings.Join(w, "\n"))
-		}
+		sameLines(t, l.Name+" chains", got, w)
 	}
 }
 
@@ -315,9 +311,7 @@ func TestSniffedWildcardConflicts(t *testing.T) {
 	got = append(got, "default: "+sniffedChain(l.DefaultFilterChain))
 	want := []string{"[http/1.1 h2c] -> rds:7000", "[] 10.8.0.0/16 -> tcp:outbound|7000||c-nets.example.com",
 		"default: [] -> tcp:outbound|7000||a-peers.ns.svc.cluster.local"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameLines(t, "chains", got, want)
 	if l.ListenerFiltersTimeout.AsDuration() != 3*time.Second || ls[1].ListenerFiltersTimeout.AsDuration() != 0 {
 		t.Errorf("listener filter timeouts %v %v", l.ListenerFiltersTimeout, ls[1].ListenerFiltersTimeout)
 	}
@@ -367,7 +361,14 @@ func TestInboundChainsFollowMTLSMode(t *testing.T) {
 		"0.0.0.0_5432 port=5432 raw_buffer [] tls=false -> istio.metadata_exchange tcp:inbound|5432||",
 		"0.0.0.0_8080 port=8080 tls [] tls=true -> istio.metadata_exchange http:inbound|8080||",
 	}
-	if got := chainSummary(t, in); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	sameLines(t, "chains", chainSummary(t, in), want)
+}
+
+// sameLines fails the test when got and want differ, showing both one
+// entry a line under what.
+func sameLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n%s\nwant:\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -151,9 +151,7 @@ func TestTCPRoutesMatches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := listener.Options{AllowAny: true, VirtualServices: tc.vss, TCP: routing}
 			got := tcpChains(t, listenerNamed(t, listener.BuildOutbound([]*model.Service{db}, o), "10.0.0.3_5432"))
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
-			}
+			sameLines(t, "chains", got, tc.want)
 		})
 	}
 }
@@ -170,9 +168,7 @@ func TestTCPRoutesOnCIDRService(t *testing.T) {
 	o := listener.Options{AllowAny: true, VirtualServices: []*config.Config{vs}}
 	got := tcpChains(t, listenerNamed(t, listener.BuildOutbound([]*model.Service{net}, o), "0.0.0.0_7000"))
 	want := []string{"[10.20.0.0/16] outbound|7000||x.ns.svc.cluster.local", "default [] PassthroughCluster"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameLines(t, "chains", got, want)
 }
 
 // With Sidecar egress listeners, each listener's own VirtualServices apply

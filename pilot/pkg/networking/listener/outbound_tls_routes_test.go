@@ -137,9 +137,7 @@ func TestTLSRoutesMatches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := listener.Options{AllowAny: true, VirtualServices: tc.vss, TCP: routing}
 			got := tlsChains(t, listenerNamed(t, listener.BuildOutbound([]*model.Service{ext}, o), "0.0.0.0_443"))
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
-			}
+			sameLines(t, "chains", got, tc.want)
 		})
 	}
 }
@@ -153,21 +151,15 @@ func TestTLSRoutesOnHTTPSAndTCPPorts(t *testing.T) {
 	vs := tlsVS("api", []string{host}, &networking.TLSRoute{Match: []*networking.TLSMatchAttributes{{SniHosts: []string{host}}},
 		Route: []*networking.RouteDestination{dest(host, "v2", 0)}})
 	o := listener.Options{AllowAny: false}
-	if got, want := tlsChains(t, listenerNamed(t, listener.BuildOutbound([]*model.Service{api}, o), "10.0.0.7_443")),
-		[]string{"filters=[]", "sni=[] cidr=[] outbound|443||api.ns.svc.cluster.local"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("no routes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameLines(t, "no routes", tlsChains(t, listenerNamed(t, listener.BuildOutbound([]*model.Service{api}, o), "10.0.0.7_443")),
+		[]string{"filters=[]", "sni=[] cidr=[] outbound|443||api.ns.svc.cluster.local"})
 	o.VirtualServices = []*config.Config{vs}
 	ls := listener.BuildOutbound([]*model.Service{api}, o)
-	if got, want := tlsChains(t, listenerNamed(t, ls, "10.0.0.7_443")),
+	sameLines(t, "routes", tlsChains(t, listenerNamed(t, ls, "10.0.0.7_443")),
 		[]string{"filters=[tls_inspector]", "sni=[api.ns.svc.cluster.local] cidr=[] outbound|443|v2|api.ns.svc.cluster.local api",
-			"default sni=[] cidr=[] BlackHoleCluster"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("routes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if got, want := tlsChains(t, listenerNamed(t, ls, "10.0.0.7_9000")),
-		[]string{"filters=[]", "sni=[] cidr=[] outbound|9000||api.ns.svc.cluster.local"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("tcp port:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+			"default sni=[] cidr=[] BlackHoleCluster"})
+	sameLines(t, "tcp port", tlsChains(t, listenerNamed(t, ls, "10.0.0.7_9000")),
+		[]string{"filters=[]", "sni=[] cidr=[] outbound|9000||api.ns.svc.cluster.local"})
 }
 
 // Two TLS services without a VIP share 0.0.0.0_443: chains whose server
@@ -183,7 +175,5 @@ func TestTLSRoutesMergeBySNISet(t *testing.T) {
 	got := tlsChains(t, listenerNamed(t, listener.BuildOutbound([]*model.Service{a, b}, o), "0.0.0.0_443"))
 	want := []string{"filters=[tls_inspector]", "sni=[a.example.com x.example.com] cidr=[] outbound|443||a.example.com va",
 		"default sni=[] cidr=[] PassthroughCluster"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("chains:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameLines(t, "chains", got, want)
 }

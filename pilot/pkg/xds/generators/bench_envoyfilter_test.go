@@ -9,9 +9,6 @@ import (
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
@@ -75,18 +72,10 @@ func BenchmarkSidecarListeners50EnvoyFilters(b *testing.B) {
 				}
 			}
 			addr, ds := benchServer(b, env, idx)
-			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close()
-			md, err := structpb.NewStruct(benchMeta)
-			if err != nil {
-				b.Fatal(err)
-			}
+			conn, md := benchDial(b, addr, benchMeta)
 			lds := []*discovery.DeltaDiscoveryRequest{{Node: &core.Node{Id: benchNode, Metadata: md}, TypeUrl: xds.ListenerType}}
 			var last sidecarConfig
+			var err error
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -9,9 +9,6 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/types/known/structpb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -87,16 +84,7 @@ func BenchmarkGatewayConfig1000Hosts(b *testing.B) {
 	}
 	c.Close()
 
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	md, err := structpb.NewStruct(meta)
-	if err != nil {
-		b.Fatal(err)
-	}
+	conn, md := benchDial(b, addr, meta)
 	steps := []*discovery.DeltaDiscoveryRequest{
 		{Node: &core.Node{Id: node, Metadata: md}, TypeUrl: xds.ClusterType},
 		{TypeUrl: xds.ListenerType},

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/types/known/structpb"
 	security "istio.io/api/security/v1beta1"
 	typev1beta1 "istio.io/api/type/v1beta1"
 
@@ -62,15 +59,7 @@ func BenchmarkAuthorizationPolicies1000(b *testing.B) {
 			}
 		})
 		addr, ds := benchServer(b, env, idx)
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		md, err := structpb.NewStruct(benchMeta)
-		if err != nil {
-			b.Fatal(err)
-		}
+		conn, md := benchDial(b, addr, benchMeta)
 		b.Run(fmt.Sprintf("policies=%d/sidecar-cold", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {

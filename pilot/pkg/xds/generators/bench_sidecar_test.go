@@ -104,6 +104,23 @@ func benchEnv(tb testing.TB, n int) (*model.Environment, *model.EndpointIndex) {
 }
 
 // benchServer serves the sidecar generators over env on a loopback port.
+// benchDial opens a raw ADS connection to addr, closed when the benchmark
+// ends, and returns it with the node metadata meta as sent on the wire.
+func benchDial(b *testing.B, addr string, meta map[string]any) (*grpc.ClientConn, *structpb.Struct) {
+	b.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	md, err := structpb.NewStruct(meta)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return conn, md
+}
+
 func benchServer(tb testing.TB, env *model.Environment, idx *model.EndpointIndex) (string, *xds.DiscoveryServer) {
 	tb.Helper()
 	s := xdstest.NewServer(tb)
@@ -209,16 +226,7 @@ func BenchmarkSidecarFullConfig1000Services(b *testing.B) {
 	}
 	c.Close()
 
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	md, err := structpb.NewStruct(benchMeta)
-	if err != nil {
-		b.Fatal(err)
-	}
+	conn, md := benchDial(b, addr, benchMeta)
 	// cached: what each further sidecar of a namespace costs within one
 	// snapshot; cold: the first sidecar after a full push, which builds
 	// everything (the snapshot too) from scratch

@@ -152,10 +152,7 @@ func TestListenersSharedOnlyWithSameTracingTags(t *testing.T) {
 // different services and may have their own outbound policy, so they never
 // share listeners or load assignments, whichever connects first.
 func TestCachesFollowSidecarScope(t *testing.T) {
-	env, idx, disc := envFromFile(t, filepath.Join("testdata", "sidecar-scope.yaml"), nil)
-	s := xdstest.NewServer(t)
-	(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc}).Register(s.DS)
-	s.DS.InitPushContext(env)
+	s := serveFile(t, filepath.Join("testdata", "sidecar-scope.yaml"), nil, nil)
 	const bCluster = "outbound|5432||b.app.svc.cluster.local"
 	for i, app := range []string{"wide", "narrow", "wide"} {
 		c := xdstest.Dial(t, s, adsc.Config{Delta: true, NodeID: fmt.Sprintf("sidecar~10.1.1.%d~%s-%d.app~app.svc.cluster.local", i, app, i),

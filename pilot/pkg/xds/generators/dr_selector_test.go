@@ -9,7 +9,6 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
-	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 )
 
@@ -20,10 +19,7 @@ import (
 func TestDestinationRuleWorkloadSelector(t *testing.T) {
 	for _, order := range [][]string{{"canary", "web", "canary"}, {"web", "canary", "web"}} {
 		t.Run(order[0]+"-first", func(t *testing.T) {
-			env, idx, disc := envFromFile(t, filepath.Join("testdata", "dr-selector.yaml"), nil)
-			s := xdstest.NewServer(t)
-			(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc}).Register(s.DS)
-			s.DS.InitPushContext(env)
+			s := serveFile(t, filepath.Join("testdata", "dr-selector.yaml"), nil, nil)
 			for i, app := range order {
 				c := xdstest.Dial(t, s, adsc.Config{Delta: true, NodeID: fmt.Sprintf("sidecar~10.1.2.%d~%s-%d.app~app.svc.cluster.local", i+1, app, i),
 					Metadata: map[string]any{"NAMESPACE": "app", "LABELS": map[string]any{"app": app}}})

@@ -57,12 +57,7 @@ func serveCase(t *testing.T, name string, meshMod func(*meshconfig.MeshConfig), 
 		meshMod(m)
 	})
 	c := dialCase(t, gc, env, idx, disc)
-	for _, typ := range []string{xds.ClusterType, xds.ListenerType} {
-		if err := c.Watch(typ); err != nil {
-			t.Fatal(err)
-		}
-		xdstest.Next(t, c)
-	}
+	xdstest.WatchInTurn(t, c, xdstest.Watch{Type: xds.ClusterType}, xdstest.Watch{Type: xds.ListenerType})
 	return render(t, c, xds.ClusterType), render(t, c, xds.ListenerType)
 }
 

@@ -142,6 +142,21 @@ var outboundChainCases = []goldenCase{
 
 func init() { goldenCases = append(goldenCases, outboundChainCases...) }
 
+// serveFile serves the mesh of a test file with the sidecar generators,
+// which mod (when set) configures, from its first snapshot.
+func serveFile(t *testing.T, path string, meshMod func(*meshconfig.MeshConfig), mod func(*generators.SidecarGenerators)) *xdstest.Server {
+	t.Helper()
+	env, idx, disc := envFromFile(t, path, meshMod)
+	s := xdstest.NewServer(t)
+	g := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc}
+	if mod != nil {
+		mod(g)
+	}
+	g.Register(s.DS)
+	s.DS.InitPushContext(env)
+	return s
+}
+
 // envFromFile loads a case into a store, runs the ServiceEntry registry on it
 // and returns the environment generators read.
 func envFromFile(t *testing.T, path string, meshMod func(*meshconfig.MeshConfig)) (*model.Environment, *model.EndpointIndex, model.ServiceDiscovery) {

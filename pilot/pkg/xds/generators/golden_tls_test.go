@@ -10,7 +10,6 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
-	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 )
 
@@ -44,10 +43,7 @@ func TestUpstreamTLSCasesValid(t *testing.T) {
 // cache, still from sds-grpc.
 func TestUpstreamTLSFileCredentialSocket(t *testing.T) {
 	gc := upstreamTLSCases[0]
-	env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
-	s := xdstest.NewServer(t)
-	(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc}).Register(s.DS)
-	s.DS.InitPushContext(env)
+	s := serveFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh, nil)
 	for _, tc := range []struct {
 		meta    map[string]any
 		cluster string

@@ -68,10 +68,7 @@ var routerProxies = []routerProxy{
 // per service for the snapshot).
 func TestRouterModesNeverShareResources(t *testing.T) {
 	for _, order := range [][]int{{0, 1, 2, 3, 4, 5}, {5, 4, 3, 2, 1, 0}, {1, 3, 0, 4, 5, 2}} {
-		env, idx, disc := envFromFile(t, filepath.Join("testdata", "gateway-dual-stack.yaml"), nil)
-		s := xdstest.NewServer(t)
-		(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc, DualStack: true}).Register(s.DS)
-		s.DS.InitPushContext(env)
+		s := serveFile(t, filepath.Join("testdata", "gateway-dual-stack.yaml"), nil, func(g *generators.SidecarGenerators) { g.DualStack = true })
 		for _, i := range order {
 			p := routerProxies[i]
 			md := map[string]any{"NAMESPACE": "istio-system", "LABELS": map[string]any{"istio": "ingressgateway"}}
@@ -79,12 +76,7 @@ func TestRouterModesNeverShareResources(t *testing.T) {
 				md[k] = v
 			}
 			c := xdstest.Dial(t, s, adsc.Config{NodeID: p.nodeID, Metadata: md})
-			for _, typ := range []string{xds.ClusterType, xds.ListenerType} {
-				if err := c.Watch(typ); err != nil {
-					t.Fatal(err)
-				}
-				xdstest.Next(t, c)
-			}
+			xdstest.WatchInTurn(t, c, xdstest.Watch{Type: xds.ClusterType}, xdstest.Watch{Type: xds.ListenerType})
 			checkRouterProxy(t, c, p, order)
 		}
 	}
@@ -174,20 +166,10 @@ func TestRouterRedisFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, on := range []bool{true, false} {
-		env, idx, disc := envFromFile(t, path, nil)
-		s := xdstest.NewServer(t)
-		g := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc}
-		g.ProtocolFilters.Redis = on
-		g.Register(s.DS)
-		s.DS.InitPushContext(env)
+		s := serveFile(t, path, nil, func(g *generators.SidecarGenerators) { g.ProtocolFilters.Redis = on })
 		c := xdstest.Dial(t, s, adsc.Config{NodeID: "router~10.244.9.1~gw-a.istio-system~istio-system.svc.cluster.local",
 			Metadata: map[string]any{"NAMESPACE": "istio-system", "LABELS": map[string]any{"istio": "ingressgateway"}}})
-		for _, typ := range []string{xds.ClusterType, xds.ListenerType} {
-			if err := c.Watch(typ); err != nil {
-				t.Fatal(err)
-			}
-			xdstest.Next(t, c)
-		}
+		xdstest.WatchInTurn(t, c, xdstest.Watch{Type: xds.ClusterType}, xdstest.Watch{Type: xds.ListenerType})
 		want := clusterv3.Cluster_LEAST_REQUEST
 		stack := "envoy.filters.network.tcp_proxy"
 		if on {

@@ -130,11 +130,7 @@ spec:
 	if err := os.WriteFile(path, []byte(conflict), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env, idx, disc := envFromFile(t, path, nil)
-	gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc}
-	s := xdstest.NewServer(t)
-	gens.Register(s.DS)
-	s.DS.InitPushContext(env)
+	s := serveFile(t, path, nil, nil)
 	before := rejectedConfigs(t, "shop/tcp")
 	c := xdstest.Dial(t, s, adsc.Config{NodeID: "router~10.244.9.1~gw-abc.shop~shop.svc.cluster.local",
 		Metadata: map[string]any{"NAMESPACE": "shop", "LABELS": map[string]any{"istio": "ingressgateway"}}})
@@ -198,11 +194,7 @@ spec:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env, idx, disc := envFromFile(t, path, nil)
-	gens := &generators.SidecarGenerators{Endpoints: idx, Discovery: disc}
-	s := xdstest.NewServer(t)
-	gens.Register(s.DS)
-	s.DS.InitPushContext(env)
+	s := serveFile(t, path, nil, nil)
 	const name = "outbound|7070||raw.shop.svc.cluster.local"
 	downstream := func(node string, md map[string]any) bool {
 		c := xdstest.Dial(t, s, adsc.Config{NodeID: node, Metadata: md})

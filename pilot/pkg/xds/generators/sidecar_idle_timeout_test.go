@@ -11,7 +11,6 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
-	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 )
 
@@ -20,10 +19,7 @@ import (
 // of one scope that differ only in it get their own listeners, whichever
 // connects first; an invalid value is no timeout, as in Istio.
 func TestIdleTimeoutPerProxy(t *testing.T) {
-	env, idx, disc := envFromFile(t, filepath.Join("testdata", "sidecar-idle-timeout.yaml"), nil)
-	s := xdstest.NewServer(t)
-	(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc}).Register(s.DS)
-	s.DS.InitPushContext(env)
+	s := serveFile(t, filepath.Join("testdata", "sidecar-idle-timeout.yaml"), nil, nil)
 	// idle is the db chain's idle timeout and the outbound HCM's (-1: none)
 	idle := func(t *testing.T, ip, value string) (tcp, http time.Duration) {
 		t.Helper()

@@ -56,10 +56,7 @@ var modeProxies = []modeProxy{
 func TestModesNeverShareCachedResources(t *testing.T) {
 	orders := [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}}
 	for _, order := range orders {
-		env, idx, disc := envFromFile(t, filepath.Join("testdata", "sidecar-dual-stack.yaml"), nil)
-		s := xdstest.NewServer(t)
-		(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc, DualStack: true}).Register(s.DS)
-		s.DS.InitPushContext(env)
+		s := serveFile(t, filepath.Join("testdata", "sidecar-dual-stack.yaml"), nil, func(g *generators.SidecarGenerators) { g.DualStack = true })
 		for _, i := range order {
 			p := modeProxies[i]
 			md := map[string]any{"NAMESPACE": "app"}
@@ -67,12 +64,7 @@ func TestModesNeverShareCachedResources(t *testing.T) {
 				md[k] = v
 			}
 			c := xdstest.Dial(t, s, adsc.Config{NodeID: p.nodeID, Metadata: md})
-			for _, typ := range []string{xds.ClusterType, xds.ListenerType} {
-				if err := c.Watch(typ); err != nil {
-					t.Fatal(err)
-				}
-				xdstest.Next(t, c)
-			}
+			xdstest.WatchInTurn(t, c, xdstest.Watch{Type: xds.ClusterType}, xdstest.Watch{Type: xds.ListenerType})
 			vo, _ := c.Resource(xds.ListenerType, "virtualOutbound").(*listenerv3.Listener)
 			if vo == nil {
 				t.Fatalf("%v %s: no virtualOutbound", order, p.name)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
-	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
 )
 
@@ -18,10 +17,7 @@ import (
 // sidecars of one namespace whose labels pick different routes get
 // different chains, whichever connects first.
 func TestTCPRoutesFollowProxyLabels(t *testing.T) {
-	env, idx, disc := envFromFile(t, filepath.Join("testdata", "sidecar-tcp-routes.yaml"), nil)
-	s := xdstest.NewServer(t)
-	(&generators.SidecarGenerators{Endpoints: idx, Discovery: disc}).Register(s.DS)
-	s.DS.InitPushContext(env)
+	s := serveFile(t, filepath.Join("testdata", "sidecar-tcp-routes.yaml"), nil, nil)
 	target := func(t *testing.T, labels map[string]any, ip string) string {
 		t.Helper()
 		c := xdstest.Dial(t, s, adsc.Config{NodeID: "sidecar~" + ip + "~p.app~app.svc.cluster.local",
