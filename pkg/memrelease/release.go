@@ -112,9 +112,8 @@ func read(now time.Time) sample {
 type state struct {
 	quietSince  time.Time // zero: not quiet
 	last        sample
-	lastRelease time.Time
-	// nextRelease is the earliest time of the next release (zero: as
-	// MinInterval allows)
+	// nextRelease is the earliest time of the next release: MinInterval
+	// after the last one, or longer when it took long (zero: none yet)
 	nextRelease time.Time
 }
 
@@ -144,10 +143,10 @@ func (s *state) observe(o Options, cur sample) bool {
 	if r := cur.reclaimable(); cur.at.Sub(s.quietSince) < o.Quiet || r < o.MinFree || r < cur.live()/4 {
 		return false
 	}
-	if !s.lastRelease.IsZero() && (cur.at.Sub(s.lastRelease) < o.MinInterval || cur.at.Before(s.nextRelease)) {
+	if cur.at.Before(s.nextRelease) {
 		return false
 	}
-	s.lastRelease = cur.at
+	s.nextRelease = cur.at.Add(o.MinInterval)
 	return true
 }
 
@@ -170,7 +169,9 @@ func Run(o Options, stop <-chan struct{}) {
 			}
 			start := time.Now()
 			debug.FreeOSMemory() // collects, then returns the free pages
-			s.nextRelease = start.Add(releaseCostFactor * time.Since(start))
+			if byCost := start.Add(releaseCostFactor * time.Since(start)); byCost.After(s.nextRelease) {
+				s.nextRelease = byCost
+			}
 			if o.Released != nil {
 				o.Released(cur.reclaimable())
 			}

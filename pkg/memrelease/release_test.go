@@ -80,7 +80,8 @@ func TestRunReleasesAfterABurst(t *testing.T) {
 	}
 }
 
-// A release that took long holds the next one back beyond MinInterval.
+// A release that took long holds the next one back beyond MinInterval
+// (the last one at t0, its cost asking for 5s).
 func TestSlowReleaseDelaysTheNext(t *testing.T) {
 	o := Options{}.withDefaults()
 	t0 := time.Unix(1000, 0)
@@ -88,7 +89,7 @@ func TestSlowReleaseDelaysTheNext(t *testing.T) {
 	quiet := func(ms int) sample {
 		return sample{at: t0.Add(time.Duration(ms) * time.Millisecond), allocs: 100 * mib, free: 80 * mib, objects: 50 * mib, marked: 50 * mib}
 	}
-	s := state{lastRelease: t0, nextRelease: t0.Add(5 * time.Second)}
+	s := state{nextRelease: t0.Add(5 * time.Second)}
 	s.observe(o, quiet(2500))
 	if s.observe(o, quiet(4000)) {
 		t.Error("released 4s after a release whose cost asked for 5s")

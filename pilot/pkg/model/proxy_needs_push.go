@@ -145,6 +145,14 @@ var (
 // proxy (rule 5 above), assuming ProxyNeedsPush already said yes. Unknown
 // types are regenerated on every full request.
 func TypeNeedsPush(proxy *Proxy, req *PushRequest, typeURL string) bool {
+	return TypeNeedsPushSince(proxy, req, typeURL, 0)
+}
+
+// TypeNeedsPushSince is TypeNeedsPush for a proxy whose resources of the
+// type were last generated from snapshot generated (0: unknown), which
+// lets it also skip what did not change since then
+// (SidecarListenersUnchangedSince).
+func TypeNeedsPushSince(proxy *Proxy, req *PushRequest, typeURL string, generated uint64) bool {
 	if req == nil {
 		return true
 	}
@@ -175,7 +183,7 @@ func TypeNeedsPush(proxy *Proxy, req *PushRequest, typeURL string) bool {
 		if proxy != nil {
 			skip = kindsNotAffectingListeners[proxy.Type]
 		}
-		return anyKindNotIn(req, skip)
+		return anyKindNotIn(req, skip) && !SidecarListenersUnchangedSince(proxy, req, generated)
 	case RouteTypeURL:
 		return anyKindNotIn(req, kindsNotAffectingRoutes)
 	case NameTableTypeURL:

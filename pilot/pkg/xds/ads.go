@@ -79,13 +79,9 @@ func (s *DiscoveryServer) SetPushThrottle(n int) { s.throttle = NewSemaphore(Pus
 func pushTypes(con *Connection, req *model.PushRequest) []string {
 	var out []string
 	for _, t := range con.watchedTypes() {
-		if !model.TypeNeedsPush(con.proxy, req, t) {
-			continue
+		if model.TypeNeedsPushSince(con.proxy, req, t, con.generatedFrom(t)) {
+			out = append(out, t)
 		}
-		if t == model.ListenerTypeURL && model.SidecarListenersUnchangedSince(con.proxy, req, con.generatedFrom(t)) {
-			continue
-		}
-		out = append(out, t)
 	}
 	return out
 }

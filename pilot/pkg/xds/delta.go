@@ -187,7 +187,7 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 	current := after(sentGroup(con.proxy, t), g.Resources, version, sent, held)
 	resp.RemovedResources = removedNames(wc, sent, current, held)
 	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 && !answer {
-		s.setHeld(con, t, held, req.Push.Seq())
+		s.recordUnsent(con, t, held, req.Push.Seq())
 		return nil
 	}
 	resp.Nonce = nonce()

@@ -37,8 +37,9 @@ func withHeldCopies(res, last []*discovery.Resource, held map[string]string) []*
 	return out
 }
 
-// setHeld records what a push that sent nothing left held.
-func (s *DiscoveryServer) setHeld(con *Connection, t string, held map[string]string, from uint64) {
+// recordUnsent records what a push that sent nothing left held, and the
+// snapshot it was generated from.
+func (s *DiscoveryServer) recordUnsent(con *Connection, t string, held map[string]string, from uint64) {
 	con.mu.Lock()
 	if w := con.watched[t]; w != nil {
 		w.Held = held
