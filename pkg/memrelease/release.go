@@ -110,8 +110,8 @@ func read(now time.Time) sample {
 
 // state is the releaser's memory between samples.
 type state struct {
-	quietSince  time.Time // zero: not quiet
-	last        sample
+	quietSince time.Time // zero: not quiet
+	last       sample
 	// nextRelease is the earliest time of the next release: MinInterval
 	// after the last one, or longer when it took long (zero: none yet)
 	nextRelease time.Time
