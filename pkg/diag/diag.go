@@ -37,15 +37,56 @@ type Board struct {
 	mu        sync.RWMutex
 	now       func() time.Time
 	problems  map[key][]Problem
-	providers []func() []Problem
+	providers []*provider
+}
+
+// provider is a function the board asks for its problems on every List,
+// with the time each of them was first seen.
+type provider struct {
+	list func() []Problem
+
+	mu    sync.Mutex
+	since map[string]time.Time // by identity, the problems of the last call
 }
 
 // AddProvider adds a function whose problems List includes on every call,
-// for components that keep their own list (e.g. the mesh watcher).
+// for components that keep their own list (e.g. the mesh watcher). A
+// problem without a Since time is stamped with the time List first saw it,
+// kept while the provider keeps returning it.
 func (b *Board) AddProvider(f func() []Problem) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.providers = append(b.providers, f)
+	b.providers = append(b.providers, &provider{list: f, since: map[string]time.Time{}})
+}
+
+// problems calls the provider and stamps what it returns; the returned
+// slice is a copy the caller owns.
+func (p *provider) problems(now func() time.Time) []Problem {
+	got := p.list()
+	if len(got) == 0 {
+		p.mu.Lock()
+		clear(p.since)
+		p.mu.Unlock()
+		return nil
+	}
+	out := append([]Problem(nil), got...)
+	t := now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := make(map[string]time.Time, len(out))
+	for i := range out {
+		id := identity(out[i])
+		if out[i].Since.IsZero() {
+			if first, ok := p.since[id]; ok {
+				out[i].Since = first
+			} else {
+				out[i].Since = t
+			}
+		}
+		seen[id] = out[i].Since
+	}
+	p.since = seen
+	return out
 }
 
 // New returns an empty board using now for time stamps (time.Now when nil).
@@ -109,8 +150,8 @@ func (b *Board) List() []Problem {
 	for _, k := range keys {
 		out = append(out, b.problems[k]...)
 	}
-	for _, f := range b.providers {
-		out = append(out, f()...)
+	for _, p := range b.providers {
+		out = append(out, p.problems(b.now)...)
 	}
 	return out
 }

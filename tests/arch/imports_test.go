@@ -8,12 +8,19 @@ import (
 
 const module = "github.com/meshplane/istiod"
 
-// deps returns, for every package matching pattern and for its test
-// packages, its transitive imports, test files included: a test package
-// "p [p.test]" or "p_test [p.test]" counts as p, and its imports as p's.
-func deps(t *testing.T, pattern string) map[string][]string {
+// deps returns, for every package matching pattern, its transitive
+// imports. With tests, its test packages count too: a test package
+// "p [p.test]" or "p_test [p.test]" counts as p, and its imports as p's;
+// without, only what the package's non-test files import (what a binary
+// built from it would link).
+func deps(t *testing.T, pattern string, tests bool) map[string][]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-e", "-test", "-f", `{{.ImportPath}}|{{join .Deps "|"}}`, pattern)
+	args := []string{"list", "-e"}
+	if tests {
+		args = append(args, "-test")
+	}
+	args = append(args, "-f", `{{.ImportPath}}|{{join .Deps "|"}}`, pattern)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
@@ -47,10 +54,12 @@ func normalize(p string) string {
 }
 
 // rule forbids packages under from (the package itself and below, unless
-// exact) from importing, directly or not, packages under any of forbidden.
+// exact) from importing, directly or not, packages under any of forbidden;
+// their test files too, unless nonTest.
 type rule struct {
 	from      string
 	exact     bool
+	nonTest   bool
 	forbidden []string
 	why       string
 }
@@ -59,8 +68,20 @@ func under(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(
 
 func check(t *testing.T, rules []rule) {
 	t.Helper()
-	all := deps(t, "./...")
+	var withTests, nonTest map[string][]string
 	for _, r := range rules {
+		var all map[string][]string
+		if r.nonTest {
+			if nonTest == nil {
+				nonTest = deps(t, "./...", false)
+			}
+			all = nonTest
+		} else {
+			if withTests == nil {
+				withTests = deps(t, "./...", true)
+			}
+			all = withTests
+		}
 		from := module
 		if r.from != "" {
 			from += "/" + r.from
@@ -88,6 +109,26 @@ func TestPkgNeverImportsPilot(t *testing.T) {
 	check(t, []rule{{from: "pkg", forbidden: []string{"pilot", "cmd"}, why: "pkg/ must not depend on pilot/ or cmd/"}})
 }
 
+// tests/ is the top of the tree: the harnesses and the test helpers
+// (reference data, golden files, tests/refmesh, tests/injecttest), which
+// may build on anything. No package a binary links imports them; test
+// files under pkg/, pilot/ and cmd/ may.
+func TestProductionNeverImportsTests(t *testing.T) {
+	check(t, []rule{
+		{from: "pkg", nonTest: true, forbidden: []string{"tests"}, why: "pkg/ must not depend on the test tree; test helpers live under tests/"},
+		{from: "pilot", nonTest: true, forbidden: []string{"tests"}, why: "pilot/ must not depend on the test tree; test helpers live under tests/"},
+		{from: "cmd", nonTest: true, forbidden: []string{"tests"}, why: "cmd/ must not depend on the test tree"},
+	})
+}
+
+// The security translations (authn, authz) are beside networking in layer
+// 10, and networking builds on them (mTLS chains, RBAC and JWT filters);
+// the other direction would be a cycle waiting to happen.
+func TestSecurityBelowNetworking(t *testing.T) {
+	check(t, []rule{{from: "pilot/pkg/security", forbidden: []string{"pilot/pkg/networking"},
+		why: "networking imports pilot/pkg/security, never the reverse; shared utilities belong under pkg/"}})
+}
+
 func TestNoIstioImplementationImports(t *testing.T) {
 	check(t, []rule{{from: "", forbidden: []string{"istio.io/istio"}, why: "this project never imports istio.io/istio"}})
 }
@@ -100,7 +141,7 @@ func TestXDSLayers(t *testing.T) {
 	const x = "pilot/pkg/xds"
 	check(t, []rule{
 		{from: x, exact: true, forbidden: []string{x + "/pushengine", x + "/generators", x + "/debug", "pilot/pkg/networking",
-			"pilot/pkg/serviceregistry", "pilot/pkg/config", "pilot/pkg/bootstrap", x + "/xdstest/refmesh"},
+			"pilot/pkg/serviceregistry", "pilot/pkg/config", "pilot/pkg/bootstrap", "tests/refmesh"},
 			why: "the xDS wire layer depends on the model only"},
 		{from: x + "/xdstest", exact: true, forbidden: []string{x + "/pushengine", x + "/generators", x + "/debug", "pilot/pkg/networking", "pilot/pkg/serviceregistry"},
 			why: "the wire test helpers are for every xDS package, the wire layer included"},

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/meshplane/istiod/pilot/pkg/bootstrap"
-	"github.com/meshplane/istiod/pkg/kube/inject/injecttest"
 	"github.com/meshplane/istiod/tests/helmbin"
+	"github.com/meshplane/istiod/tests/injecttest"
 	"github.com/meshplane/istiod/tests/kube"
 )
 

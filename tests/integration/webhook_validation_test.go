@@ -131,14 +131,27 @@ func TestValidationWebhookThroughTheAPIServer(t *testing.T) {
 	}
 }
 
-// Without --secureGRPCAddr there is no serving certificate: no webhook
-// server, as the TLS port's absence turns the CA off.
-func TestNoWebhookServerWithoutTLS(t *testing.T) {
+// As Istio's istiod, the webhooks do not depend on the TLS gRPC port: with
+// --secureGRPCAddr empty, --httpsAddr is served with istiod's serving
+// certificate, the leader patches the chart's configuration with the root
+// and switches it to fail closed, and the API server gets its denials.
+func TestWebhooksWithoutSecureGRPC(t *testing.T) {
 	env := kube.Shared(t)
 	ns := env.NewNamespace(t, nil).Name
 	d := startIstiod(t, env, ns, withWebhook, func(a *bootstrap.PilotArgs) { a.SecureGRPCAddr = "" })
-	if a := d.srv.HTTPSAddr(); a != "" {
-		t.Errorf("webhook server on %s without a serving certificate", a)
+	if a := d.srv.SecureGRPCAddr(); a != "" {
+		t.Errorf("TLS gRPC port on %s with --secureGRPCAddr empty", a)
+	}
+	if d.srv.HTTPSAddr() == "" {
+		t.Fatal("no webhook server with --secureGRPCAddr empty")
+	}
+	vwc := chartValidator(t, env, d, ns)
+	waitFailClosed(t, env, d, vwc.Name)
+	bad := vs("bad-regex", ns, map[string]string{"istio.io/rev": "default"}, "reviews")
+	bad.Spec.Http[0].Match = []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Regex{Regex: "a(b"}}}}
+	_, err := env.Istio.NetworkingV1().VirtualServices(ns).Create(context.Background(), bad, metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), `admission webhook "rev.validation.istio.io" denied the request`) {
+		t.Errorf("an invalid VirtualService: %v", err)
 	}
 }
 

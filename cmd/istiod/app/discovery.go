@@ -115,6 +115,7 @@ func securityFromEnv(o *bootstrap.SecurityOptions) error {
 	if v := os.Getenv("ISTIOD_CA_DIR"); v != "" {
 		o.CADir = v
 	}
+	o.StateDir = bootstrap.UserStateDir(os.Getenv, os.UserCacheDir)
 	if v := os.Getenv("ROOT_CA_DIR"); v != "" {
 		o.PluggedCertDir = v
 	}
@@ -177,6 +178,13 @@ func debounceFromEnv(a *bootstrap.PilotArgs) error {
 		}
 		a.PushThrottle = n
 	}
+	if v := os.Getenv("PILOT_XDS_SEND_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("PILOT_XDS_SEND_TIMEOUT=%q: want a non-negative duration", v)
+		}
+		a.SendTimeout = d
+	}
 	if v := os.Getenv("PILOT_MAX_REQUESTS_PER_SECOND"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -212,7 +220,7 @@ func newDiscoveryCommand() *cobra.Command {
 			cmd.Flags().Visit(func(f *pflag.Flag) { explicit[f.Name] = true })
 			saved := args
 			if err := argsFromEnv(&args); err != nil {
-				return err
+				return runError{err}
 			}
 			if explicit["namespace"] {
 				args.Namespace = saved.Namespace
@@ -226,7 +234,10 @@ func newDiscoveryCommand() *cobra.Command {
 			if err := log.Configure(log.Options{OutputLevels: lo.levels, JSON: lo.json, Out: cmd.ErrOrStderr()}); err != nil {
 				return err
 			}
-			return runDiscovery(args)
+			if err := runDiscovery(args); err != nil {
+				return runError{err}
+			}
+			return nil
 		},
 	}
 	addDiscoveryFlags(cmd.Flags(), &args, &lo)

@@ -25,14 +25,16 @@ func newValidateCommand() *cobra.Command {
 		Short: "Parse and validate configuration files offline",
 		Long: `Parse and validate Istio and Gateway API objects from files or directories
 (recursively, *.yaml, *.yml, *.json; "-" reads standard input). Every error and
-warning is printed as "file:doc kind namespace/name: message". As istioctl
+warning is printed as "file:line kind namespace/name: message", line being
+where the object's document starts in the file (line numbers inside YAML
+syntax errors count from the start of the file too). As istioctl
 validate, an object with an unknown field is rejected (the running istiod
 drops the field and says so on /debug/warningz). The valid objects are then
-analysed together as istiod analyses them (Sidecar and Telemetry checks with
+analysed together as istiod analyses them (Sidecar, Telemetry and EnvoyFilter-order checks with
 istioctl analyze's IST codes, and ours); each finding is printed as
 "analysis: <level> [<code>] (<kind> <namespace>/<name>) <message>" and counted
 as a warning. The exit code is 1 when any object is rejected, 0 otherwise.`,
-		Args: cobra.NoArgs,
+		Args: filesByFlag,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
 				return fmt.Errorf("at least one -f FILE|DIR is required")
@@ -87,6 +89,15 @@ as a warning. The exit code is 1 when any object is rejected, 0 otherwise.`,
 	return cmd
 }
 
+// filesByFlag rejects positional arguments: files are given with -f, as
+// with istioctl validate.
+func filesByFlag(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q: give files and directories with -f (istiod validate -f %s)", args[0], args[0])
+	}
+	return nil
+}
+
 type validateResult struct {
 	valid, rejected, warnings, unknown int
 	// configs are the valid objects, for the analysis
@@ -110,7 +121,7 @@ func validateInputs(paths []string, domain string, stdin io.Reader, out io.Write
 	}
 	check := func(name string, data []byte) {
 		for _, d := range crd.Parse(data, crd.Options{Validate: true, Domain: domain}) {
-			where := fmt.Sprintf("%s:%d %s", name, d.Index, d.Object())
+			where := fmt.Sprintf("%s:%d %s", name, d.Line, d.Object())
 			for _, p := range d.Dropped {
 				fmt.Fprintf(out, "%s: error: unknown field %q\n", where, p)
 			}

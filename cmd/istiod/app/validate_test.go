@@ -78,10 +78,10 @@ spec: {host: d}
 	}
 	badPath := filepath.Join(dir, "bad.yaml")
 	for _, want := range []string{
-		badPath + `:0 VirtualService ns/r: error: unknown field "spec.http[0].routez"`,
-		badPath + `:0 VirtualService ns/r: error: spec.http[0]: HTTP route, redirect or direct_response is required`,
-		badPath + `:1 EnvoyFilter ns/ef: warning: unknown kind networking.istio.io/v1/EnvoyFilter, skipped`,
-		badPath + `:2 Sidecar ns/s: error: spec.outboundTrafficPolicy.mode: unknown value "REGISTRY_ONLYY" for enum istio.networking.v1alpha3.OutboundTrafficPolicy.Mode`,
+		badPath + `:1 VirtualService ns/r: error: unknown field "spec.http[0].routez"`,
+		badPath + `:1 VirtualService ns/r: error: spec.http[0]: HTTP route, redirect or direct_response is required`,
+		badPath + `:9 EnvoyFilter ns/ef: warning: unknown kind networking.istio.io/v1/EnvoyFilter, skipped`,
+		badPath + `:14 Sidecar ns/s: error: spec.outboundTrafficPolicy.mode: unknown value "REGISTRY_ONLYY" for enum istio.networking.v1alpha3.OutboundTrafficPolicy.Mode`,
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("output lacks line\n%s\ngot:\n%s", want, out)
@@ -151,5 +151,41 @@ spec:
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The problems of a multi-document file are located by their line in the
+// file: where the document starts and, for a syntax error, where it is.
+func TestValidateLinesCountFromTheFile(t *testing.T) {
+	dir := t.TempDir()
+	in := `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: bookinfo}
+spec:
+  host: reviews
+  subsets:
+  - name: v1
+    labels: {version: v1}
+  - name: v2
+    labels: {version: v2}
+---
+# reviews routing
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: reviews
+  namespace: bookinfo
+spec:
+  hosts: [reviews]
+  http: - route: [{destination: {host: reviews, subset: v1}}]
+`
+	name := filepath.Join(dir, "routing.yaml")
+	if err := os.WriteFile(name, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "validate", "-f", name)
+	want := name + ":12 <unknown>: error: invalid YAML: line 20: block sequence entries are not allowed in this context\n"
+	if code != 1 || out != want {
+		t.Errorf("exit %d, output\n%q\nwant\n%q\n%s", code, out, want, errOut)
 	}
 }

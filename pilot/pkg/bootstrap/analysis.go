@@ -14,7 +14,7 @@ import (
 // config, for /debug/warningz (the same `istiod validate` prints).
 func (s *Server) analysisProblems() []diag.Problem {
 	var cfgs []config.Config
-	for _, g := range []config.GroupVersionKind{gvk.Sidecar, gvk.Telemetry} {
+	for _, g := range []config.GroupVersionKind{gvk.Sidecar, gvk.Telemetry, gvk.EnvoyFilter} {
 		cfgs = append(cfgs, s.store.List(g, "")...)
 	}
 	msgs := analysis.Analyze(cfgs, s.Mesh())

@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"time"
 
+	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/pushengine"
 	"github.com/meshplane/istiod/pkg/kube/leaderelection"
 )
@@ -80,6 +81,10 @@ type PilotArgs struct {
 	Debounce pushengine.DebounceOptions
 	// PushThrottle bounds concurrent pushes (PILOT_PUSH_THROTTLE, 0: automatic).
 	PushThrottle int
+	// SendTimeout bounds each xDS send to a client (PILOT_XDS_SEND_TIMEOUT;
+	// 0: none; default xds.DefaultSendTimeout): a client that stops reading
+	// loses its stream instead of holding a push slot.
+	SendTimeout time.Duration
 	// RequestLimit bounds new xDS streams per second
 	// (PILOT_MAX_REQUESTS_PER_SECOND; 0: automatic, as Istio: 15 + 5 per
 	// core, at most 100; negative: none).
@@ -97,8 +102,12 @@ type PilotArgs struct {
 // once by the command).
 type SecurityOptions struct {
 	// CADir keeps the self-signed root when there is no cluster
-	// (ISTIOD_CA_DIR, ours; default ./var/run/secrets/istiod/ca).
+	// (ISTIOD_CA_DIR, ours). Empty: ca in StateDir without a cluster,
+	// KubeCADir with one (see caDir).
 	CADir string
+	// StateDir is istiod's directory among the user's state (see
+	// UserStateDir), filled by the command from the environment.
+	StateDir string
 	// PluggedCertDir holds a plugged-in CA (ROOT_CA_DIR, ./etc/cacerts).
 	PluggedCertDir string
 	// DefaultCertTTL and MaxCertTTL of workload certificates
@@ -152,12 +161,12 @@ func DefaultArgs() PilotArgs {
 		Profile:          true,
 		ShutdownDuration: 10 * time.Second,
 		Security: SecurityOptions{
-			CADir:          "./var/run/secrets/istiod/ca",
 			PluggedCertDir: "./etc/cacerts",
 			TokenAudiences: []string{"istio-ca"},
 		},
-		FileResync: 30 * time.Second,
-		Debounce:   pushengine.DefaultDebounceOptions(),
+		FileResync:  30 * time.Second,
+		Debounce:    pushengine.DefaultDebounceOptions(),
+		SendTimeout: xds.DefaultSendTimeout,
 		GatewayDeployment: GatewayDeploymentOptions{Enabled: true, CopyLabelsAnnotations: true,
 			ManualDeployment: true},
 	}

@@ -49,6 +49,9 @@ func (s *Server) initDiscovery() {
 	})
 	d.server = xds.NewDiscoveryServer()
 	d.server.SetPushThrottle(s.args.PushThrottle)
+	d.server.SetSendTimeout(s.args.SendTimeout)
+	// proxies' labels follow their workloads in the registries
+	d.server.SetWorkloadLabeler(s.services.aggregate)
 	switch limit := s.args.RequestLimit; {
 	case limit == 0:
 		d.server.SetRequestLimit(xds.DefaultRequestLimit())
@@ -105,7 +108,7 @@ func (s *Server) initDiscovery() {
 		d.engine.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.GlobalUpdate)})
 	})
 	s.services.engine = pushengine.Updater{Engine: d.engine, Proxies: d.server}
-	d.grpc = newGRPCServer(s.args.Keepalive)
+	d.grpc = newGRPCServer(d.server, s.args.Keepalive)
 	d.server.Register(d.grpc)
 	s.discovery = d
 }

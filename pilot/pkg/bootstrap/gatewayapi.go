@@ -41,13 +41,15 @@ func (s *Server) gatewaySource(store aggregate.CollectionStore) (*gateway.Source
 
 // initGatewayStatus makes the leader of Istio's gateway status Lease (per
 // revision) write the statuses of src through writer and create the
-// builtin GatewayClasses.
-func (s *Server) initGatewayStatus(src *gateway.Source, store aggregate.CollectionStore, writer model.ConfigStore) {
+// builtin GatewayClasses once classesServed closes (the GatewayClass CRD
+// is installed: until then nothing is tried, and nothing warns).
+func (s *Server) initGatewayStatus(src *gateway.Source, store aggregate.CollectionStore, writer model.ConfigStore,
+	classesServed <-chan struct{}) {
 	if src == nil || s.kubeClient == nil {
 		return
 	}
 	w := statuswriter.New(statuswriter.Options{Store: writer, Statuses: src.Statuses(),
-		Classes: store.Collection(gvk.GatewayClass), CreateClasses: true})
+		Classes: store.Collection(gvk.GatewayClass), CreateClasses: true, ClassesServed: classesServed})
 	id := s.args.PodName
 	if id == "" {
 		id, _ = os.Hostname()

@@ -15,11 +15,11 @@ import (
 // newGRPCServer builds the plaintext xDS server with the keepalive settings:
 // connections are closed after MaxServerConnectionAge (plus grace) so proxies
 // rebalance across istiod replicas. Connections are mostly idle between
-// pushes, so xds.GRPCServerOptions keeps what each holds small (pooled
+// pushes, so the DiscoveryServer's GRPCServerOptions keep what each holds small (pooled
 // write buffers, a small read buffer, responses framed around the cached
 // resources rather than copied).
-func newGRPCServer(k KeepaliveOptions, extra ...grpc.ServerOption) *grpc.Server {
-	extra = append(xds.GRPCServerOptions(), extra...)
+func newGRPCServer(ds *xds.DiscoveryServer, k KeepaliveOptions, extra ...grpc.ServerOption) *grpc.Server {
+	extra = append(ds.GRPCServerOptions(), extra...)
 	return grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxConcurrentStreams(100000),
 		grpc.MaxRecvMsgSize(4 << 20),

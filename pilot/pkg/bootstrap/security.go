@@ -3,15 +3,12 @@ package bootstrap
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
-
-	clientnetworking "istio.io/client-go/pkg/apis/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -30,7 +27,8 @@ import (
 )
 
 // secure is the CA and the TLS port: the certificate service and ADS over
-// TLS (--secureGRPCAddr), the root published to every namespace.
+// TLS (--secureGRPCAddr), the root published to every namespace, the
+// serving certificate of the TLS port and of the webhooks (--httpsAddr).
 type secure struct {
 	ca       *ca.CA
 	serving  *ca.ServingCertHolder
@@ -44,29 +42,37 @@ type secure struct {
 // initSecurity builds the CA (plugged-in files, else the istio-ca-secret
 // Secret in a cluster, else a directory), istiod's serving certificate, the
 // authenticators (client certificate, then Kubernetes token) and the TLS
-// gRPC server that serves the CA and ADS. An empty --secureGRPCAddr turns
-// all of it off, as in pilot-discovery.
+// gRPC server that serves the CA and ADS. They serve both TLS listeners:
+// --secureGRPCAddr and the webhooks' --httpsAddr, each of which may be
+// off on its own, as in pilot-discovery; only when both are empty is none
+// of it built.
 func (s *Server) initSecurity() error {
-	if s.args.SecureGRPCAddr == "" {
+	if s.args.SecureGRPCAddr == "" && s.args.HTTPSAddr == "" {
 		return nil
 	}
 	opts := s.args.Security
-	store := ca.Store(ca.NewDirStore(opts.CADir))
-	if s.kubeClient != nil {
-		store = ca.NewSecretStore(s.kubeClient.Kube().CoreV1().Secrets(s.args.Namespace), s.args.Namespace)
+	store, where, err := s.caStore()
+	if err != nil {
+		return err
 	}
 	trustDomain := s.mesh.Mesh().GetTrustDomain()
 	var authority *ca.CA
-	err := retry(s.internalStop, time.Minute, func() error {
+	err = retry(s.internalStop, time.Minute, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var err error
 		authority, err = ca.New(ctx, ca.Options{TrustDomain: trustDomain, DefaultCertTTL: opts.DefaultCertTTL,
 			MaxCertTTL: opts.MaxCertTTL, PluggedCertDir: opts.PluggedCertDir, Store: store})
+		if dirErr := (*ca.DirError)(nil); errors.As(err, &dirErr) {
+			return permanent{caDirUnusable(err)}
+		}
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if where != "" && authority.SelfSigned() {
+		scope.Infof("CA root kept in %s", where)
 	}
 	sans := ca.ServingCertSANs(s.args.Namespace, s.args.Revision, "", opts.CustomHosts)
 	scope.Infof("Discover server subject alt names: %v", sans)
@@ -81,7 +87,7 @@ func (s *Server) initSecurity() error {
 			Client: s.kubeClient.Kube(), TrustDomainFunc: func() string { return s.mesh.Mesh().GetTrustDomain() },
 			Audiences: opts.TokenAudiences, ClusterID: s.args.ClusterID}))
 	}
-	sec.grpc = newGRPCServer(s.args.Keepalive, grpc.Creds(credentials.NewTLS(ca.ServerTLSConfig(authority, holder))))
+	sec.grpc = newGRPCServer(s.discovery.server, s.args.Keepalive, grpc.Creds(credentials.NewTLS(ca.ServerTLSConfig(authority, holder))))
 	caserver.New(caserver.Options{CA: authority, Authenticators: sec.auths}).Register(sec.grpc)
 	d := s.discovery.server
 	d.Register(sec.grpc)
@@ -115,7 +121,7 @@ func (s *Server) initRootCertPublisher(sec *secure) {
 	}
 	// the webhook configurations of this revision trust the same root
 	wh := patcher.New(s.kubeClient.Kube(), patcher.Options{Revision: s.args.Revision, CABundle: sec.ca.RootCertPEM(),
-		ReadyForFailClose: s.validationWebhookAnswers})
+		ReadyForFailClose: patcher.DryRunInvalidGateway(s.kubeClient.Istio(), s.args.Namespace, s.args.Revision)})
 	sec.ca.OnRootChange(func() {
 		sec.nsc.SetRoot(sec.ca.RootCertPEM())
 		wh.SetCABundle(sec.ca.RootCertPEM())
@@ -129,18 +135,21 @@ func (s *Server) initRootCertPublisher(sec *secure) {
 	sec.election.AddRunFunction(wh.Run)
 }
 
-// startSecurity binds --secureGRPCAddr and starts the root rotation and
-// the leader election.
+// startSecurity binds --secureGRPCAddr (unless empty: the TLS gRPC server
+// is then never served) and starts the root rotation and the leader
+// election.
 func (s *Server) startSecurity() error {
 	sec := s.secure
 	if sec == nil {
 		return nil
 	}
-	l, err := s.serveGRPC(sec.grpc, s.args.SecureGRPCAddr)
-	if err != nil {
-		return fmt.Errorf("--secureGRPCAddr: %v", err)
+	if s.args.SecureGRPCAddr != "" {
+		l, err := s.serveGRPC(sec.grpc, s.args.SecureGRPCAddr)
+		if err != nil {
+			return fmt.Errorf("--secureGRPCAddr: %v", err)
+		}
+		sec.listener = l
 	}
-	sec.listener = l
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -170,7 +179,8 @@ func (s *Server) IsNamespaceControllerLeader() bool {
 	return s.secure != nil && s.secure.election != nil && s.secure.election.IsLeader()
 }
 
-// CA returns the certificate authority (nil when the TLS port is off).
+// CA returns the certificate authority (nil when both TLS listeners,
+// --secureGRPCAddr and --httpsAddr, are off).
 func (s *Server) CA() *ca.CA {
 	if s.secure == nil {
 		return nil
@@ -187,8 +197,13 @@ func controlPlaneID(podName string) string {
 	return string(b)
 }
 
-// retry calls f until it succeeds, stop closes or max has passed (the API
-// server may not answer yet when istiod starts).
+// permanent is an error f gives retry when trying again cannot help.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+
+// retry calls f until it succeeds, fails permanently, stop closes or max
+// has passed (the API server may not answer yet when istiod starts).
 func retry(stop <-chan struct{}, max time.Duration, f func() error) error {
 	deadline := time.Now().Add(max)
 	wait := 100 * time.Millisecond
@@ -196,6 +211,9 @@ func retry(stop <-chan struct{}, max time.Duration, f func() error) error {
 		err := f()
 		if err == nil {
 			return nil
+		}
+		if p, ok := err.(permanent); ok {
+			return p.err
 		}
 		if time.Now().After(deadline) {
 			return err
@@ -232,13 +250,3 @@ type remoteAddr string
 
 func (a remoteAddr) Network() string { return "tcp" }
 func (a remoteAddr) String() string  { return string(a) }
-
-// validationWebhookAnswers dry-runs the creation of an invalid Gateway, as
-// Istio does before it makes its validation webhooks fail closed: the
-// webhook is ready when the API server reports its denial.
-func (s *Server) validationWebhookAnswers(ctx context.Context) bool {
-	gw := &clientnetworking.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "invalid-gateway", Namespace: s.args.Namespace,
-		Annotations: map[string]string{"istio.io/always-reject": "true"}}}
-	_, err := s.kubeClient.Istio().NetworkingV1().Gateways(s.args.Namespace).Create(ctx, gw, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	return err != nil && strings.Contains(err.Error(), "denied the request")
-}

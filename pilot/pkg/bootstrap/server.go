@@ -23,6 +23,7 @@ import (
 	"github.com/meshplane/istiod/pkg/config/mesh/kubemesh"
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
+	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/kube"
 	"github.com/meshplane/istiod/pkg/kube/krt"
@@ -213,7 +214,7 @@ func (s *Server) initConfigController() error {
 		}
 		if gw != nil {
 			stores = append(stores, gw)
-			s.initGatewayStatus(gw, crd, crd)
+			s.initGatewayStatus(gw, crd, crd, crd.KindServed(gvk.GatewayClass))
 		}
 		// the CRD client is the one writer
 		st, err := aggregate.MakeWriteableCache(stores, crd,
@@ -305,14 +306,19 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 }
 
 // Start binds the listeners and starts the sources. It returns once the
-// listeners are bound; serving continues until Shutdown.
-func (s *Server) Start() error {
-	var err error
+// listeners are bound; serving continues until Shutdown. When it fails it
+// undoes what it started (see abortStart): the server is then stopped, as
+// after Shutdown.
+func (s *Server) Start() (err error) {
+	defer func() {
+		if err != nil {
+			s.abortStart()
+		}
+	}()
 	if s.httpListener, err = net.Listen("tcp", s.args.HTTPAddr); err != nil {
 		return fmt.Errorf("--httpAddr %s: %v", s.args.HTTPAddr, err)
 	}
 	if s.monitorListener, err = net.Listen("tcp", s.args.MonitoringAddr); err != nil {
-		_ = s.httpListener.Close()
 		return fmt.Errorf("--monitoringAddr %s: %v", s.args.MonitoringAddr, err)
 	}
 	s.serve(s.httpServer, s.httpListener, "http")
@@ -356,6 +362,32 @@ func (s *Server) Start() error {
 	s.startGatewayStatus()
 	s.startGatewayDeployment()
 	return s.startSecureAndWebhooks()
+}
+
+// abortStart undoes a failed Start without draining (nothing was ready to
+// serve): it closes the servers and the listeners Start bound, stops every
+// goroutine it or NewServer started (they own internalStop) and waits for
+// those of s.wg.
+func (s *Server) abortStart() {
+	for _, srv := range []*http.Server{s.httpServer, s.monitoringServer} {
+		_ = srv.Close()
+	}
+	if s.webhooks != nil {
+		_ = s.webhooks.srv.Close()
+	}
+	// a listener bound but not yet served is closed here; closing a served
+	// one again is harmless
+	for _, l := range []net.Listener{s.httpListener, s.monitorListener} {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+	s.discovery.grpc.Stop()
+	if s.secure != nil {
+		s.secure.grpc.Stop()
+	}
+	s.stopOnce.Do(func() { close(s.internalStop) })
+	s.wg.Wait()
 }
 
 func (s *Server) serve(srv *http.Server, l net.Listener, name string) {

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,8 +34,9 @@ func (s *Server) startSecureAndWebhooks() error {
 	return s.startWebhooks()
 }
 
-// startWebhooks binds --httpsAddr when the CA and serving certificate exist
-// (--secureGRPCAddr set) and the address is not empty.
+// startWebhooks binds --httpsAddr unless it is empty, as Istio serves
+// 15017 whether or not its TLS gRPC port is on: the CA and serving
+// certificate exist whenever it is set (initSecurity).
 func (s *Server) startWebhooks() error {
 	if s.secure == nil || s.args.HTTPSAddr == "" {
 		return nil
@@ -50,8 +52,7 @@ func (s *Server) startWebhooks() error {
 	if err != nil {
 		return fmt.Errorf("--httpsAddr %s: %v", s.args.HTTPSAddr, err)
 	}
-	srv := &http.Server{Handler: mux, TLSConfig: ca.ServerTLSConfig(s.secure.ca, s.secure.serving),
-		ReadHeaderTimeout: 10 * time.Second}
+	srv := newWebhookServer(mux, ca.ServerTLSConfig(s.secure.ca, s.secure.serving), defaultWebhookTimeouts)
 	s.webhooks = &webhooks{srv: srv, listener: l}
 	scope.Infof("webhook https server listening on %s", l.Addr())
 	s.wg.Add(1)
@@ -62,6 +63,28 @@ func (s *Server) startWebhooks() error {
 		}
 	}()
 	return nil
+}
+
+// webhookTimeouts bound what a webhook connection may hold: ReadHeader the
+// request line and headers, Read the whole request (from the accept, or
+// from the end of the previous response; the TLS handshake included), Idle
+// the wait for the next request of a keep-alive connection.
+type webhookTimeouts struct {
+	ReadHeader, Read, Idle time.Duration
+}
+
+// defaultWebhookTimeouts: the API server gives a webhook call at most 30s,
+// so a request still unread after that is never answered in time; idle
+// connections outlive the 90s after which Go clients such as the API
+// server drop theirs, so that a client never sends on a connection the
+// server is closing.
+var defaultWebhookTimeouts = webhookTimeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Idle: 120 * time.Second}
+
+// newWebhookServer is the 15017 server: request bodies are bounded by the
+// handlers, reading them by t.
+func newWebhookServer(h http.Handler, tlsConfig *tls.Config, t webhookTimeouts) *http.Server {
+	return &http.Server{Handler: h, TLSConfig: tlsConfig,
+		ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, IdleTimeout: t.Idle}
 }
 
 // shutdown drains the webhook server (nil-safe).

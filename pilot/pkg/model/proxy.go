@@ -45,7 +45,8 @@ type Proxy struct {
 	Metadata *NodeMetadata
 	// ConfigNamespace is the namespace the proxy's config comes from.
 	ConfigNamespace string
-	// Labels are the workload labels (from metadata).
+	// Labels are the workload's labels: the registry's, else the
+	// metadata's, with the topology labels (see WithWorkloadLabels).
 	Labels map[string]string
 	// Locality is "region/zone/subzone" from the node (empty when unknown).
 	Locality string
@@ -66,9 +67,14 @@ type Identity struct {
 // NodeMetadata is the typed form of the metadata Istio's agents send. Fields
 // not listed are kept in Raw.
 type NodeMetadata struct {
-	Namespace        string            `json:"NAMESPACE,omitempty"`
-	ClusterID        string            `json:"CLUSTER_ID,omitempty"`
-	Labels           map[string]string `json:"LABELS,omitempty"`
+	Namespace string            `json:"NAMESPACE,omitempty"`
+	ClusterID string            `json:"CLUSTER_ID,omitempty"`
+	Labels    map[string]string `json:"LABELS,omitempty"`
+	// StaticLabels are the agent's ISTIO_METAJSON_LABELS: kept over the
+	// registry's labels.
+	StaticLabels map[string]string `json:"STATIC_LABELS,omitempty"`
+	// NodeName is the Kubernetes node the proxy runs on.
+	NodeName         string            `json:"NODE_NAME,omitempty"`
 	Annotations      map[string]string `json:"ANNOTATIONS,omitempty"`
 	IstioVersion     string            `json:"ISTIO_VERSION,omitempty"`
 	InstanceIPs      StringList        `json:"INSTANCE_IPS,omitempty"`

@@ -13,44 +13,6 @@ import (
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
-func TestEnvoyFilterOrder(t *testing.T) {
-	e := newPCEnv(t)
-	ef := func(prio int32, labels map[string]string) *networking.EnvoyFilter {
-		out := &networking.EnvoyFilter{Priority: prio}
-		if labels != nil {
-			out.WorkloadSelector = &networking.WorkloadSelector{Labels: labels}
-		}
-		return out
-	}
-	// Workload namespace: creation time and name break priority ties.
-	e.create(kind.EnvoyFilter, "app", "b-late", 5, ef(0, nil))
-	e.create(kind.EnvoyFilter, "app", "a-same-time", 1, ef(0, nil))
-	e.create(kind.EnvoyFilter, "app", "b-same-time", 1, ef(0, nil))
-	e.create(kind.EnvoyFilter, "app", "negative", 9, ef(-5, nil))
-	e.create(kind.EnvoyFilter, "app", "not-selected", 0, ef(0, map[string]string{"app": "other"}))
-	e.create(kind.EnvoyFilter, "app", "selected", 0, ef(10, map[string]string{"app": "web"}))
-	// Root namespace: always first, even with a high priority.
-	e.create(kind.EnvoyFilter, "istio-system", "root-high", 0, ef(100, nil))
-	e.create(kind.EnvoyFilter, "istio-system", "root-low", 3, ef(-100, nil))
-	e.create(kind.EnvoyFilter, "other", "elsewhere", 0, ef(0, nil))
-	p := e.push()
-
-	var got []string
-	for _, w := range p.EnvoyFilters(sidecarProxy("app", map[string]string{"app": "web"})) {
-		got = append(got, w.Config.Namespace+"/"+w.Config.Name)
-	}
-	want := []string{
-		"istio-system/root-low", "istio-system/root-high",
-		"app/negative", "app/a-same-time", "app/b-same-time", "app/b-late", "app/selected",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("order = %v\nwant    %v", got, want)
-	}
-	if n := len(p.EnvoyFilters(sidecarProxy("istio-system", nil))); n != 2 {
-		t.Errorf("a root-namespace proxy gets the root filters once, got %d", n)
-	}
-}
-
 func TestServiceVisibility(t *testing.T) {
 	e := newPCEnv(t)
 	e.addService("public.a", "a", 0)

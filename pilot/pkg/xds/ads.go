@@ -46,6 +46,19 @@ type DiscoveryServer struct {
 	limit *rate.Limiter
 	// controlPlane identifies this istiod in every response.
 	controlPlane *core.ControlPlane
+	// sendTimeout bounds each send to a client (0: none).
+	sendTimeout time.Duration
+
+	// sent are the bases the delta connections' sets of sent versions
+	// share, by scope (see sentVersions).
+	sent sentBases
+	// refusals dedupe the log lines of refused streams, by peer.
+	refusals refusalLog
+	// enc holds the encodings of the resources the generators made for
+	// this server's responses (see NewResource).
+	enc *Encodings
+	// labeler gives proxies their workload's labels (nil: the metadata's).
+	labeler model.WorkloadLabeler
 }
 
 // SetControlPlane sets the identifier every response carries (Istio's JSON
@@ -68,7 +81,12 @@ func generateError(con *Connection, t string, err error) error {
 
 // NewDiscoveryServer returns a server with no generators and no snapshot.
 func NewDiscoveryServer() *DiscoveryServer {
-	return &DiscoveryServer{connections: map[string]*Connection{}, throttle: NewSemaphore(PushThrottle(0))}
+	return &DiscoveryServer{
+		connections: map[string]*Connection{},
+		throttle:    NewSemaphore(PushThrottle(0)),
+		sendTimeout: DefaultSendTimeout,
+		enc:         &Encodings{},
+	}
 }
 
 // SetPushThrottle bounds the connections pushing at once (0: automatic).
@@ -79,7 +97,7 @@ func (s *DiscoveryServer) SetPushThrottle(n int) { s.throttle = NewSemaphore(Pus
 func pushTypes(con *Connection, req *model.PushRequest) []string {
 	var out []string
 	for _, t := range con.watchedTypes() {
-		if model.TypeNeedsPushSince(con.proxy, req, t, con.generatedFrom(t)) {
+		if model.TypeNeedsPushSince(con.Proxy(), req, t, con.generatedFrom(t)) {
 			out = append(out, t)
 		}
 	}
@@ -137,14 +155,16 @@ func (s *DiscoveryServer) addConnection(c *Connection) {
 	s.mu.Lock()
 	s.connections[c.ID] = c
 	s.mu.Unlock()
-	xdsClients.WithLabelValues(c.proxy.Metadata.IstioVersion).Inc()
+	s.sent.join(c.sentScope())
+	xdsClients.WithLabelValues(c.Proxy().Metadata.IstioVersion).Inc()
 }
 
 func (s *DiscoveryServer) removeConnection(c *Connection) {
 	s.mu.Lock()
 	delete(s.connections, c.ID)
 	s.mu.Unlock()
-	xdsClients.WithLabelValues(c.proxy.Metadata.IstioVersion).Dec()
+	s.sent.leave(c.sentScope())
+	xdsClients.WithLabelValues(c.Proxy().Metadata.IstioVersion).Dec()
 }
 
 // initConnection validates the first request's node and builds the connection.
@@ -160,9 +180,11 @@ func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, d
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	proxy.ServiceCluster = node.Cluster
+	nodeLocality := ""
 	if l := node.Locality; l != nil && (l.Region != "" || l.Zone != "" || l.SubZone != "") {
-		proxy.Locality = l.Region + "/" + l.Zone + "/" + l.SubZone
+		nodeLocality = l.Region + "/" + l.Zone + "/" + l.SubZone
 	}
+	proxy = s.withWorkload(proxy, nodeLocality)
 	if ids != nil {
 		if err := authorize(proxy, ids); err != nil {
 			return nil, err
@@ -173,15 +195,32 @@ func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, d
 		peerAddr = p.Addr.String()
 	}
 	c := &Connection{
-		ID:          node.Id + "-" + strconv.FormatInt(s.connCounter.Add(1), 10),
-		proxy:       proxy,
-		peerAddr:    peerAddr,
-		connectedAt: time.Now(),
-		delta:       delta,
-		watched:     map[string]*WatchedResource{},
-		pushCh:      make(chan *model.PushRequest, 1),
+		ID:           node.Id + "-" + strconv.FormatInt(s.connCounter.Add(1), 10),
+		nodeLocality: nodeLocality,
+		peerAddr:     peerAddr,
+		connectedAt:  time.Now(),
+		delta:        delta,
+		done:         ctx.Done(),
+		watched:      map[string]*WatchedResource{},
+		pushCh:       make(chan *model.PushRequest, 1),
 	}
+	c.proxy.Store(proxy)
 	return c, nil
+}
+
+// SetWorkloadLabeler makes proxies take their workload's labels from the
+// registry, on connect and on every update of the workload (nil: from
+// their metadata). Call before serving.
+func (s *DiscoveryServer) SetWorkloadLabeler(l model.WorkloadLabeler) { s.labeler = l }
+
+// withWorkload is the proxy with its workload's labels and locality, as the
+// registry has them now.
+func (s *DiscoveryServer) withWorkload(p *model.Proxy, nodeLocality string) *model.Proxy {
+	var labels map[string]string
+	if s.labeler != nil {
+		labels = s.labeler.GetProxyWorkloadLabels(p)
+	}
+	return p.WithWorkloadLabels(labels, nodeLocality)
 }
 
 // StreamAggregatedResources serves one state-of-the-world ADS stream.
@@ -242,8 +281,8 @@ type sotwSender interface {
 
 // pushAll pushes every watched type in push order.
 func (s *DiscoveryServer) pushAll(con *Connection, stream sotwSender, req *model.PushRequest) error {
-	if !s.throttle.Acquire(nil) {
-		return nil
+	if !s.throttle.Acquire(con.done) {
+		return nil // the stream ended while waiting for a slot
 	}
 	defer s.throttle.Release()
 	for _, t := range pushTypes(con, req) {
@@ -270,13 +309,13 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 		return nil
 	}
 	start := time.Now()
-	gen := s.gens.find(con.proxy, t)
+	gen := s.gens.find(con.Proxy(), t)
 	if gen == nil {
 		adsLog.Debugf("%s: no generator for %s", con.ID, t)
 		return nil
 	}
 	req = s.withPush(req)
-	g, err := gen.Generate(con.proxy, wc, req)
+	g, err := gen.Generate(con.Proxy(), wc, req)
 	if err != nil {
 		return generateError(con, t, err)
 	}
@@ -292,8 +331,7 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 		resp.Resources = append(resp.Resources, r.Resource)
 		size += len(r.GetResource().GetValue())
 	}
-	if err := stream.Send(resp); err != nil {
-		RecordXDSSendError(ShortType(t))
+	if err := sendWithin(s.sendTimeout, con, t, func() error { return stream.Send(resp) }); err != nil {
 		return err
 	}
 	con.mu.Lock()

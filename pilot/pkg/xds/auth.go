@@ -37,7 +37,7 @@ func (s *DiscoveryServer) authenticate(ctx context.Context) ([]string, error) {
 	ids, err := s.auth(ctx)
 	if err != nil || len(ids) == 0 {
 		p, _ := peer.FromContext(ctx)
-		recordAuthFailure(p, err)
+		s.recordAuthFailure(p, err)
 		return nil, status.Error(codes.Unauthenticated, "authentication failure")
 	}
 	return ids, nil
@@ -52,7 +52,7 @@ func overTLS(ctx context.Context) bool {
 	return tls
 }
 
-func recordAuthFailure(p *peer.Peer, err error) {
+func (s *DiscoveryServer) recordAuthFailure(p *peer.Peer, err error) {
 	xdsAuthFailures.WithLabelValues("authentication").Inc()
 	host := "unknown peer"
 	if p != nil && p.Addr != nil {
@@ -61,15 +61,14 @@ func recordAuthFailure(p *peer.Peer, err error) {
 			host = h
 		}
 	}
-	if refusals.firstFor(host, fmt.Sprint(err)) {
+	if s.refusals.firstFor(host, fmt.Sprint(err)) {
 		adsLog.Warnf("refused xDS stream from %s: authentication failure: %v", host, err)
 	}
 }
 
-// refusals remembers the last refusal reason per peer host, so that a
+// refusalLog remembers the last refusal reason per peer host, so that a
 // proxy retrying with the same bad credential is logged once, and again
 // when the reason changes. It forgets everything past maxRefusalPeers.
-var refusals = &refusalLog{seen: map[string]string{}}
 
 const maxRefusalPeers = 10000
 
@@ -84,7 +83,7 @@ func (r *refusalLog) firstFor(host, reason string) bool {
 	if r.seen[host] == reason {
 		return false
 	}
-	if len(r.seen) >= maxRefusalPeers {
+	if r.seen == nil || len(r.seen) >= maxRefusalPeers {
 		r.seen = map[string]string{}
 	}
 	r.seen[host] = reason

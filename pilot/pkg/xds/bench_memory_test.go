@@ -60,27 +60,27 @@ type memMesh struct {
 	routes    map[string]*discovery.Resource
 }
 
-func resource(r *rand.Rand, typeURL, name string, size int) *discovery.Resource {
+func resource(enc *xds.Encodings, r *rand.Rand, typeURL, name string, size int) *discovery.Resource {
 	b := make([]byte, size)
 	r.Read(b)
-	return xds.NewResource(typeURL, name, b)
+	return enc.NewResource(typeURL, name, b)
 }
 
-func newMemMesh(services int) *memMesh {
+func newMemMesh(enc *xds.Encodings, services int) *memMesh {
 	r := rand.New(rand.NewSource(1))
 	m := &memMesh{endpoints: map[string]*discovery.Resource{}, routes: map[string]*discovery.Resource{}}
 	for i := 0; i < services; i++ {
 		host := fmt.Sprintf("svc-%d.ns-%d.svc.cluster.local", i, i%10)
 		for _, subset := range []string{"", "v1", "v2"} {
 			name := "outbound|8080|" + subset + "|" + host
-			m.clusters = append(m.clusters, resource(r, xds.ClusterType, name, 1100))
-			m.endpoints[name] = resource(r, xds.EndpointType, name, 150)
+			m.clusters = append(m.clusters, resource(enc, r, xds.ClusterType, name, 1100))
+			m.endpoints[name] = resource(enc, r, xds.EndpointType, name, 150)
 		}
 	}
 	for _, n := range []string{"virtualOutbound", "virtualInbound"} {
-		m.listeners = append(m.listeners, resource(r, xds.ListenerType, n, 6000))
+		m.listeners = append(m.listeners, resource(enc, r, xds.ListenerType, n, 6000))
 	}
-	m.routes["8080"] = resource(r, xds.RouteType, "8080", 300*services)
+	m.routes["8080"] = resource(enc, r, xds.RouteType, "8080", 300*services)
 	return m
 }
 
@@ -159,7 +159,7 @@ func BenchmarkBytesPerConnection(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		s := xdstest.NewServer(b)
-		newMemMesh(services).register(s.DS)
+		newMemMesh(s.DS.Encodings(), services).register(s.DS)
 		s.DS.SetPushContext(model.NewPushContext())
 		// a first sidecar makes what all of them share (the encodings of
 		// the cached resources) before the count starts

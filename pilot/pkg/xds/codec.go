@@ -1,7 +1,8 @@
 package xds
 
 import (
-	"weak"
+	"bytes"
+	"fmt"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
@@ -21,9 +22,9 @@ import (
 // pushes); and a small read buffer, since what proxies send is small (ACKs
 // and subscriptions; a read larger than the buffer bypasses it anyway).
 // None of this changes what is on the wire.
-func GRPCServerOptions() []grpc.ServerOption {
+func (s *DiscoveryServer) GRPCServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.ForceServerCodecV2(responseCodec{base: encoding.GetCodecV2(protocodec.Name)}),
+		grpc.ForceServerCodecV2(responseCodec{base: encoding.GetCodecV2(protocodec.Name), enc: s.enc}),
 		grpc.SharedWriteBuffer(true),
 		grpc.ReadBufferSize(readBufferSize),
 	}
@@ -40,7 +41,11 @@ const readBufferSize = 4 << 10
 // codec marshals each response into a buffer of its own, a full copy of the
 // config per connection held until the proxy has read it. Every other
 // message (and decoding) goes to the standard codec.
-type responseCodec struct{ base encoding.CodecV2 }
+type responseCodec struct {
+	base encoding.CodecV2
+	// enc are the encodings of the server's resources
+	enc *Encodings
+}
 
 func (c responseCodec) Name() string { return protocodec.Name }
 
@@ -53,12 +58,45 @@ func (c responseCodec) Marshal(v any) (mem.BufferSlice, error) {
 	case *discovery.DiscoveryResponse:
 		out, ok = encodeResponse(m)
 	case *discovery.DeltaDiscoveryResponse:
-		out, ok = encodeDeltaResponse(m)
+		out, ok = encodeDeltaResponse(m, c.enc)
 	}
-	if ok {
-		return out, nil
+	if !ok {
+		return c.base.Marshal(v)
 	}
-	return c.base.Marshal(v)
+	if verifyEncoding {
+		if err := sameAsProto(out, v.(proto.Message)); err != nil {
+			out.Free()
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// verifyEncoding makes the codec check every response it splices against
+// proto.Marshal of the message (the xdsverify build tag, and this
+// package's tests). A cached encoding is sent as it is: a resource changed
+// after NewResource made it would go out as its old bytes, and this is
+// where that shows.
+var verifyEncoding = verifyTag
+
+// sameAsProto reports how a spliced encoding differs from the standard
+// one. The responses' fields hold no maps, so proto.Marshal is
+// deterministic here.
+func sameAsProto(got mem.BufferSlice, m proto.Message) error {
+	want, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	b := got.Materialize()
+	if bytes.Equal(b, want) {
+		return nil
+	}
+	i := 0
+	for i < len(b) && i < len(want) && b[i] == want[i] {
+		i++
+	}
+	return fmt.Errorf("xds codec: the spliced %T differs from proto.Marshal at byte %d of %d (%d spliced): a cached resource was changed after it was encoded",
+		m, i, len(want), len(b))
 }
 
 // inlineBelow is the size under which a resource value is copied into the
@@ -197,7 +235,7 @@ func encodeResponse(r *discovery.DiscoveryResponse) (mem.BufferSlice, bool) {
 // sent as the encoding it was built with, whole, so the framing per
 // resource is a tag and a length; another plain resource is framed around
 // its value; any other is encoded in full.
-func encodeDeltaResponse(r *discovery.DeltaDiscoveryResponse) (mem.BufferSlice, bool) {
+func encodeDeltaResponse(r *discovery.DeltaDiscoveryResponse, enc *Encodings) (mem.BufferSlice, bool) {
 	tail, ok := rest(r, 2)
 	if !ok {
 		return nil, false
@@ -214,8 +252,8 @@ func encodeDeltaResponse(r *discovery.DeltaDiscoveryResponse) (mem.BufferSlice, 
 			return nil, false
 		}
 		it := &items[i]
-		if b, ok := encodedResources.Load(weak.Make(res)); ok {
-			it.whole = b.([]byte)
+		if b := enc.encoding(res); b != nil {
+			it.whole = b
 		} else if plainResource(res) && res.Resource != nil {
 			if it.any, ok = anySize(res.Resource); !ok {
 				return nil, false

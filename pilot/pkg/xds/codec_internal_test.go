@@ -21,7 +21,7 @@ import (
 )
 
 func testCodec() responseCodec {
-	return responseCodec{base: encoding.GetCodecV2(protocodec.Name)}
+	return responseCodec{base: encoding.GetCodecV2(protocodec.Name), enc: testEncodings}
 }
 
 func randomAny(r *rand.Rand) *anypb.Any {
@@ -42,10 +42,13 @@ func randomAny(r *rand.Rand) *anypb.Any {
 	return a
 }
 
+// testEncodings are the encodings the test codec reads.
+var testEncodings = &Encodings{}
+
 func randomResource(r *rand.Rand) *discovery.Resource {
 	if r.Intn(4) == 0 { // as the generators make them
 		a := randomAny(r)
-		return NewResource(a.TypeUrl, fmt.Sprintf("outbound|80||svc-%d.example", r.Intn(1000)), a.Value)
+		return testEncodings.NewResource(a.TypeUrl, fmt.Sprintf("outbound|80||svc-%d.example", r.Intn(1000)), a.Value)
 	}
 	res := &discovery.Resource{}
 	if r.Intn(4) > 0 {
@@ -152,7 +155,7 @@ func TestResponseCodecSharesValues(t *testing.T) {
 	}
 	// a resource of NewResource: the encoding it was built in, whose value
 	// is its own, sent whole by every response
-	res := NewResource(ClusterType, "c", big.Value)
+	res := testEncodings.NewResource(ClusterType, "c", big.Value)
 	if !bytes.Equal(res.Resource.Value, big.Value) || res.Version != ContentVersion(big.Value) || res.Name != "c" {
 		t.Fatalf("NewResource made %v", res)
 	}

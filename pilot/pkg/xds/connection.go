@@ -3,6 +3,7 @@ package xds
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -11,11 +12,19 @@ import (
 // Connection is one ADS stream from one proxy.
 type Connection struct {
 	// ID is the node ID plus a per-server counter.
-	ID          string
-	proxy       *model.Proxy
-	peerAddr    string
-	connectedAt time.Time
-	delta       bool
+	ID string
+	// proxy is immutable: a change of the workload swaps in a new one
+	// (see DiscoveryServer.ProxyUpdate)
+	proxy atomic.Pointer[model.Proxy]
+	// nodeLocality is the locality the node sent, the proxy's when the
+	// registry gives none
+	nodeLocality string
+	peerAddr     string
+	connectedAt  time.Time
+	delta        bool
+	// done is closed when the stream ends: nothing the stream's goroutine
+	// waits for (a push slot, a send) outlives it
+	done <-chan struct{}
 
 	mu      sync.Mutex
 	watched map[string]*WatchedResource
@@ -27,8 +36,15 @@ type Connection struct {
 	pushCh chan *model.PushRequest
 }
 
+// sentScope is the group whose clients likely hold the same resources as
+// this one (see sentBases).
+func (c *Connection) sentScope() sentScope {
+	p := c.Proxy()
+	return sentScope{proxyType: string(p.Type), namespace: p.ConfigNamespace}
+}
+
 // Proxy returns the connected proxy.
-func (c *Connection) Proxy() *model.Proxy { return c.proxy }
+func (c *Connection) Proxy() *model.Proxy { return c.proxy.Load() }
 
 // enqueue merges req into the pending push and wakes the stream's loop. A
 // request arriving while a push is in flight waits, merged, for the next

@@ -24,8 +24,8 @@ func (s *DiscoveryServer) DeltaAggregatedResources(stream discovery.AggregatedDi
 
 // pushAllDelta pushes the types a request regenerates, in push order.
 func (s *DiscoveryServer) pushAllDelta(con *Connection, stream deltaSender, req *model.PushRequest) error {
-	if !s.throttle.Acquire(nil) {
-		return nil
+	if !s.throttle.Acquire(con.done) {
+		return nil // the stream ended while waiting for a slot
 	}
 	defer s.throttle.Release()
 	for _, t := range pushTypes(con, req) {
@@ -155,12 +155,12 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 	}
 	sent := wc.sent
 	start := time.Now()
-	gen := s.gens.find(con.proxy, t)
+	gen := s.gens.find(con.Proxy(), t)
 	if gen == nil {
 		return nil
 	}
 	req = s.withPush(req)
-	g, err := gen.Generate(con.proxy, wc, req)
+	g, err := gen.Generate(con.Proxy(), wc, req)
 	if err != nil {
 		return generateError(con, t, err)
 	}
@@ -184,15 +184,14 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 	// held resources are neither sent nor removed: the client keeps what
 	// it holds
 	held := heldSet(g.Held)
-	current := after(sentGroup(con.proxy, t), g.Resources, version, sent, held)
+	current := s.sent.after(con.sentScope(), t, g.Resources, version, sent, held)
 	resp.RemovedResources = removedNames(wc, sent, current, held)
 	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 && !answer {
 		s.recordUnsent(con, t, held, req.Push.Seq())
 		return nil
 	}
 	resp.Nonce = nonce()
-	if err := stream.Send(resp); err != nil {
-		RecordXDSSendError(ShortType(t))
+	if err := sendWithin(s.sendTimeout, con, t, func() error { return stream.Send(resp) }); err != nil {
 		return err
 	}
 	con.mu.Lock()
@@ -207,12 +206,6 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 	con.mu.Unlock()
 	recordSend(t, size, start)
 	return nil
-}
-
-// sentGroup groups the connections whose clients likely hold the same
-// resources of a type, to share what they hold (see sentVersions).
-func sentGroup(p *model.Proxy, typeURL string) string {
-	return typeURL + "|" + string(p.Type) + "|" + p.ConfigNamespace
 }
 
 // removedNames: for a wildcard watch, what the client holds that no longer

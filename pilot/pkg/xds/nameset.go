@@ -5,6 +5,7 @@ import (
 	"maps"
 	"runtime"
 	"sync"
+	"unique"
 	"weak"
 )
 
@@ -16,6 +17,8 @@ import (
 type nameSet struct {
 	m   map[string]struct{}
 	sum uint64 // name hashes summed (order-free)
+	// handles keep the names canonical while the set lives (see intern)
+	handles []unique.Handle[string]
 }
 
 // all is the set as a map, read-only (nil when empty).
@@ -65,7 +68,15 @@ func (t *nameSets) intern(m map[string]struct{}) *nameSet {
 			return c
 		}
 	}
-	s := &nameSet{m: m, sum: sum}
+	s := &nameSet{m: m, sum: sum, handles: make([]unique.Handle[string], 0, len(m))}
+	for n := range m {
+		h := unique.Make(n)
+		s.handles = append(s.handles, h)
+		// the key becomes the handle's copy (a string key is replaced on
+		// assignment): the name was interned without a handle, and a
+		// collection since may have dropped that copy from the runtime's map
+		m[h.Value()] = struct{}{}
+	}
 	t.mu.Lock()
 	if t.m == nil {
 		t.m = map[uint64][]weak.Pointer[nameSet]{}

@@ -28,12 +28,12 @@ func (s *DiscoveryServer) PushFunc(env *model.Environment) func(*model.PushReque
 			// ProxyNeedsPush reads each proxy's scope in this snapshot
 			proxies := make([]*model.Proxy, 0, len(conns))
 			for _, c := range conns {
-				proxies = append(proxies, c.proxy)
+				proxies = append(proxies, c.Proxy())
 			}
 			pc.WarmSidecarScopes(proxies)
 		}
 		for _, c := range conns {
-			if r.Forced || model.ProxyNeedsPush(c.proxy, &r) {
+			if r.Forced || model.ProxyNeedsPush(c.Proxy(), &r) {
 				c.enqueue(&r)
 				n++
 			}
@@ -57,11 +57,13 @@ func recordSnapshot(pc *model.PushContext) {
 
 // ProxyUpdate pushes the connections of the workload with this IP (in
 // cluster clusterID; any cluster when the proxy does not say) from the
-// current snapshot: the workload's own config (its inbound listeners and
-// clusters) follows the registries, and nothing else changed, so no new
-// PushContext is built and no other proxy is pushed. It returns the number
-// of connections queued; a workload that is not connected here costs
-// nothing.
+// current snapshot: the workload's own config (its labels, and with them
+// the policies that select it; its inbound listeners and clusters) follows
+// the registries, and nothing else changed, so no new PushContext is built
+// and no other proxy is pushed. Each connection's proxy is rebuilt with the
+// workload's labels as the registry has them now, as Istio recomputes them
+// on a proxy update. It returns the number of connections queued; a
+// workload that is not connected here costs nothing.
 func (s *DiscoveryServer) ProxyUpdate(clusterID, ip string) int {
 	pc := s.PushContext()
 	if pc == nil {
@@ -69,12 +71,14 @@ func (s *DiscoveryServer) ProxyUpdate(clusterID, ip string) int {
 	}
 	n := 0
 	for _, c := range s.Connections() {
-		if !c.proxy.HasIP(ip) {
+		p := c.Proxy()
+		if !p.HasIP(ip) {
 			continue
 		}
-		if cid := c.proxy.ClusterID(); cid != "" && clusterID != "" && cid != clusterID {
+		if cid := p.ClusterID(); cid != "" && clusterID != "" && cid != clusterID {
 			continue
 		}
+		c.proxy.Store(s.withWorkload(p, c.nodeLocality))
 		c.enqueue(&model.PushRequest{Full: true, Forced: true, Push: pc, Start: time.Now(),
 			Reason: model.NewReasonStats(model.ProxyUpdate)})
 		n++

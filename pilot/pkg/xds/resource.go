@@ -10,6 +10,36 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
+// Encodings holds the encoding of the resources NewResource made, by
+// resource, for the responses of one server (its codec reads them); an
+// entry goes when its resource is collected. nil holds none: its resources
+// are framed by the codec like any other (the same bytes on the wire).
+type Encodings struct {
+	m sync.Map // weak.Pointer[discovery.Resource] -> []byte
+}
+
+// Encodings is where the resources of this server's generators keep their
+// encodings (see NewResource).
+func (s *DiscoveryServer) Encodings() *Encodings { return s.enc }
+
+// encoding is the encoding NewResource made res in (nil: none).
+func (e *Encodings) encoding(res *discovery.Resource) []byte {
+	if e == nil {
+		return nil
+	}
+	if b, ok := e.m.Load(weak.Make(res)); ok {
+		return b.([]byte)
+	}
+	return nil
+}
+
+// len is the number of encodings held (tests).
+func (e *Encodings) len() int {
+	n := 0
+	e.m.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
 // NewResource makes the delta resource of a serialised value, with its
 // content version, for a generator's cache. The resource is built inside
 // its own encoding, which delta responses send whole: its value is a slice
@@ -17,7 +47,7 @@ import (
 // thousands of connections costs each of them a tag and a length per
 // resource rather than a copy or a framing of its own. The resource and
 // its value must not be modified.
-func NewResource(typeURL, name string, value []byte) *discovery.Resource {
+func (e *Encodings) NewResource(typeURL, name string, value []byte) *discovery.Resource {
 	version := ContentVersion(value)
 	anyLen := protowire.SizeTag(2) + protowire.SizeBytes(len(value))
 	if typeURL != "" {
@@ -43,19 +73,15 @@ func NewResource(typeURL, name string, value []byte) *discovery.Resource {
 		b = protowire.AppendString(protowire.AppendTag(b, 3, protowire.BytesType), name)
 	}
 	res := &discovery.Resource{Name: name, Version: version, Resource: &anypb.Any{TypeUrl: typeURL, Value: v}}
-	if len(value) == 0 {
+	if len(value) == 0 || e == nil {
 		// an empty value is not encoded: leave it to the codec
 		return res
 	}
 	k := weak.Make(res)
-	encodedResources.Store(k, b)
-	runtime.AddCleanup(res, func(k weak.Pointer[discovery.Resource]) { encodedResources.Delete(k) }, k)
+	e.m.Store(k, b)
+	runtime.AddCleanup(res, func(k weak.Pointer[discovery.Resource]) { e.m.Delete(k) }, k)
 	return res
 }
-
-// encodedResources holds the encoding of the resources NewResource made,
-// by resource; an entry goes when its resource is collected.
-var encodedResources sync.Map // weak.Pointer[discovery.Resource] -> []byte
 
 // encodeResource is the standard encoding of a delta resource's fields
 // (without the tag and length that embed it in a response).

@@ -112,30 +112,101 @@ func (s *sentVersions) without(names []string) *sentVersions {
 	return sentFromMap(m)
 }
 
-// sentBases holds, per group of connections likely to hold the same
-// resources (type, proxy type and namespace), the base their sets are
-// built on. A group's base is the first set that differed too much from
-// it; the sets built on an earlier base keep it alive until their next push.
-var sentBases struct {
-	mu sync.Mutex
-	m  map[string]*versionBase
+// sentScope is a group of connections likely to hold the same resources
+// of every type: their proxy type and namespace.
+type sentScope struct {
+	proxyType string
+	namespace string
+}
+
+// sentBases holds, per scope and type, the base the sets of the scope's
+// connections are built on. A group's base is the first set that differed
+// too much from it; the sets built on an earlier base keep it alive until
+// their next push. The namespace is the client's own metadata, so the
+// scopes are counted by their connections and a scope's bases go with its
+// last connection: a client cycling namespaces costs nothing once it has
+// gone. Owned by one DiscoveryServer.
+type sentBases struct {
+	mu     sync.Mutex
+	scopes map[sentScope]*scopeBases
+}
+
+type scopeBases struct {
+	conns  int
+	byType map[string]*versionBase
+}
+
+// join counts a connection of the scope.
+func (t *sentBases) join(sc sentScope) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.scopes == nil {
+		t.scopes = map[sentScope]*scopeBases{}
+	}
+	b := t.scopes[sc]
+	if b == nil {
+		b = &scopeBases{byType: map[string]*versionBase{}}
+		t.scopes[sc] = b
+	}
+	b.conns++
+}
+
+// leave uncounts a connection of the scope, releasing its bases with the
+// last one.
+func (t *sentBases) leave(sc sentScope) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.scopes[sc]
+	if b == nil {
+		return
+	}
+	if b.conns--; b.conns <= 0 {
+		delete(t.scopes, sc)
+	}
+}
+
+func (t *sentBases) get(sc sentScope, typeURL string) *versionBase {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if b := t.scopes[sc]; b != nil {
+		return b.byType[typeURL]
+	}
+	return nil
+}
+
+// set makes b the base of a scope's type, if the scope still has
+// connections (a base of a scope nobody is in is not kept).
+func (t *sentBases) set(sc sentScope, typeURL string, b *versionBase) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.scopes[sc]; s != nil {
+		s.byType[typeURL] = b
+	}
+}
+
+// size is the number of scopes and of bases held (tests).
+func (t *sentBases) size() (scopes, bases int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.scopes {
+		bases += len(s.byType)
+	}
+	return len(t.scopes), bases
 }
 
 // maxOwn is how many own entries a set may have on a base before the
 // client's set becomes a base of its own.
 func maxOwn(b *versionBase) int { return b.len()/8 + 16 }
 
-// after is what the client holds once sent a push of rs (version(i) is the
+// after is what the client of a scope holds once sent a push of rs (version(i) is the
 // version of rs[i]; a name twice: the later), with the held resources left
 // at the versions it holds in sent: built on the base of its previous set or of its group
 // when that takes few own entries, else as a new base for the group.
-func after(group string, rs []*discovery.Resource, version func(int) string, sent *sentVersions, held map[string]string) *sentVersions {
+func (t *sentBases) after(sc sentScope, typeURL string, rs []*discovery.Resource, version func(int) string, sent *sentVersions, held map[string]string) *sentVersions {
 	if len(rs) == 0 && len(held) == 0 {
 		return nil
 	}
-	sentBases.mu.Lock()
-	groupBase := sentBases.m[group]
-	sentBases.mu.Unlock()
+	groupBase := t.get(sc, typeURL)
 	var prev *versionBase
 	if sent != nil {
 		prev = sent.base
@@ -169,12 +240,7 @@ func after(group string, rs []*discovery.Resource, version func(int) string, sen
 			add(h, v)
 		}
 	}
-	sentBases.mu.Lock()
-	if sentBases.m == nil {
-		sentBases.m = map[string]*versionBase{}
-	}
-	sentBases.m[group] = b
-	sentBases.mu.Unlock()
+	t.set(sc, typeURL, b)
 	return &sentVersions{base: b}
 }
 

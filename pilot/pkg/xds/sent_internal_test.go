@@ -47,6 +47,10 @@ func TestSentVersionsMatchPlainMaps(t *testing.T) {
 		names[i] = fmt.Sprintf("outbound|80||svc-%d", i)
 	}
 	const conns = 12
+	var bases sentBases
+	for c := 0; c < conns; c++ {
+		bases.join(sentScope{"sidecar", fmt.Sprintf("ns-%d", c%2)})
+	}
 	sent := make([]*sentVersions, conns)
 	plain := make([]map[string]string, conns)
 	for round := 0; round < 60; round++ {
@@ -81,7 +85,7 @@ func TestSentVersionsMatchPlainMaps(t *testing.T) {
 			}
 			version := resourceVersions(rs)
 			want := referenceAfter(rs, plain[c], held)
-			got := after(fmt.Sprintf("cds|sidecar|ns-%d", c%2), rs, version, sent[c], held)
+			got := bases.after(sentScope{"sidecar", fmt.Sprintf("ns-%d", c%2)}, ClusterType, rs, version, sent[c], held)
 			if g := collect(got); !maps.Equal(g, want) {
 				t.Fatalf("round %d conn %d: holds %d entries, want %d", round, c, len(g), len(want))
 			}
@@ -108,7 +112,8 @@ func TestSentVersionsMatchPlainMaps(t *testing.T) {
 }
 
 func TestSentVersionsWithout(t *testing.T) {
-	s := after("eds|sidecar|ns", []*discovery.Resource{{Name: "a", Version: "1"}, {Name: "b", Version: "2"}}, func(i int) string { return []string{"1", "2"}[i] }, nil, nil)
+	var bases sentBases
+	s := bases.after(sentScope{"sidecar", "ns"}, EndpointType, []*discovery.Resource{{Name: "a", Version: "1"}, {Name: "b", Version: "2"}}, func(i int) string { return []string{"1", "2"}[i] }, nil, nil)
 	w := s.without([]string{"a", "x"})
 	if got := collect(w); !maps.Equal(got, map[string]string{"b": "2"}) {
 		t.Errorf("without a: %v", got)

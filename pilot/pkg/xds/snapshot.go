@@ -21,7 +21,7 @@ type ConnectionSnapshot struct {
 
 // Snapshot copies the connection's state.
 func (c *Connection) Snapshot() ConnectionSnapshot {
-	out := ConnectionSnapshot{ID: c.ID, PeerAddr: c.peerAddr, ConnectedAt: c.connectedAt, Delta: c.delta, Proxy: c.proxy}
+	out := ConnectionSnapshot{ID: c.ID, PeerAddr: c.peerAddr, ConnectedAt: c.connectedAt, Delta: c.delta, Proxy: c.Proxy()}
 	for _, t := range c.watchedTypes() {
 		if w := c.Watched(t); w != nil {
 			out.Watches = append(out.Watches, w)
@@ -50,7 +50,7 @@ func (s *DiscoveryServer) ConnectionSnapshots() []ConnectionSnapshot {
 func (s *DiscoveryServer) GenerateFor(proxyID, typeURL string) (g Generated, connected bool, err error) {
 	var con *Connection
 	for _, c := range s.Connections() {
-		if c.proxy.ID == proxyID {
+		if c.Proxy().ID == proxyID {
 			con = c
 			break
 		}
@@ -62,11 +62,11 @@ func (s *DiscoveryServer) GenerateFor(proxyID, typeURL string) (g Generated, con
 	if w == nil {
 		w = &WatchedResource{TypeURL: typeURL, Wildcard: isWildcardType(typeURL)}
 	}
-	gen := s.gens.find(con.proxy, typeURL)
+	gen := s.gens.find(con.Proxy(), typeURL)
 	pc := s.push.Load()
 	if gen == nil || pc == nil {
 		return Generated{}, true, nil
 	}
-	g, err = gen.Generate(con.proxy, w, &model.PushRequest{Full: true, Push: pc})
+	g, err = gen.Generate(con.Proxy(), w, &model.PushRequest{Full: true, Push: pc})
 	return g, true, err
 }

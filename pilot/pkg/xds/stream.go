@@ -64,7 +64,7 @@ func serveStream[R interface{ GetNode() *core.Node }](s *DiscoveryServer, ctx co
 				}
 				con = c
 				s.addConnection(con)
-				adsLog.Infof("new connection %s (delta=%v, %s) from %s", con.ID, delta, con.proxy.Metadata.IstioVersion, con.peerAddr)
+				adsLog.Infof("new connection %s (delta=%v, %s) from %s", con.ID, delta, con.Proxy().Metadata.IstioVersion, con.peerAddr)
 			}
 			if err := process(con, req); err != nil {
 				return err

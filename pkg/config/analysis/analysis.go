@@ -40,21 +40,28 @@ const (
 	// CodeReenableNoEffect: a Telemetry entry sets disabled: false with no
 	// provider to re-enable.
 	CodeReenableNoEffect = "MP0003"
+	// CodeEnvoyFilterOrder: a workload namespace EnvoyFilter with a lower
+	// priority than a root namespace one that patches the same proxies:
+	// Istio applies it first, its documentation says after.
+	CodeEnvoyFilterOrder = "MP0004"
 )
 
 // Analyze runs every check over the objects (any kinds; others are
 // ignored), sorted by kind, namespace, name and code.
 func Analyze(cfgs []config.Config, mesh *meshconfig.MeshConfig) []Message {
-	var sidecars, telemetries []config.Config
+	var sidecars, telemetries, envoyFilters []config.Config
 	for _, c := range cfgs {
 		switch c.Spec.(type) {
 		case *networking.Sidecar:
 			sidecars = append(sidecars, c)
 		case *tpb.Telemetry:
 			telemetries = append(telemetries, c)
+		case *networking.EnvoyFilter:
+			envoyFilters = append(envoyFilters, c)
 		}
 	}
 	out := append(Sidecars(sidecars, mesh), Telemetries(telemetries, mesh)...)
+	out = append(out, EnvoyFilters(envoyFilters, mesh)...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Kind != b.Kind {

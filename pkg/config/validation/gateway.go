@@ -3,11 +3,11 @@ package validation
 import (
 	"fmt"
 	"strings"
-	"unicode"
 
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/security"
 )
 
 // gwSemanticsAnnotation marks Gateways generated from Gateway API objects,
@@ -247,35 +247,11 @@ func gwCheckServerCerts(r *Report, p Path, t *networking.ServerTLSSettings) {
 	}
 }
 
-// gwCipherSuites are the cipher suite names Envoy (BoringSSL) understands.
-var gwCipherSuites = map[string]bool{
-	"ECDHE-ECDSA-AES128-GCM-SHA256": true, "ECDHE-RSA-AES128-GCM-SHA256": true,
-	"ECDHE-ECDSA-AES256-GCM-SHA384": true, "ECDHE-RSA-AES256-GCM-SHA384": true,
-	"ECDHE-ECDSA-CHACHA20-POLY1305": true, "ECDHE-RSA-CHACHA20-POLY1305": true,
-	"ECDHE-ECDSA-AES128-SHA": true, "ECDHE-RSA-AES128-SHA": true, "ECDHE-ECDSA-AES256-SHA": true,
-	"ECDHE-RSA-AES256-SHA": true, "AES128-GCM-SHA256": true, "AES256-GCM-SHA384": true,
-	"AES128-SHA": true, "AES256-SHA": true, "DES-CBC3-SHA": true, "ECDHE-PSK-AES128-CBC-SHA": true,
-	"ECDHE-PSK-AES256-CBC-SHA": true, "ECDHE-PSK-CHACHA20-POLY1305": true, "PSK-AES128-CBC-SHA": true,
-	"PSK-AES256-CBC-SHA": true,
-}
-
-// gwCheckCiphers warns about unknown and duplicate cipher suites; entries
-// not starting with a letter or digit (e.g. "[A|B]" groups, "!X") and "ALL"
-// are passed through.
+// gwCheckCiphers warns, as Istio does, about the entries of
+// tls.cipherSuites that are unknown (the listeners drop them) and about
+// repeated ones; each list sorted, an entry once (pkg/config/security).
 func gwCheckCiphers(r *Report, p Path, suites []string) {
-	seen := map[string]bool{}
-	var invalid, dups []string
-	for _, cs := range suites {
-		passthrough := cs == "" || cs == "ALL" ||
-			(!unicode.IsLetter(rune(cs[0])) && !unicode.IsDigit(rune(cs[0])))
-		switch {
-		case !passthrough && !gwCipherSuites[cs]:
-			invalid = append(invalid, cs)
-		case seen[cs]:
-			dups = append(dups, cs)
-		}
-		seen[cs] = true
-	}
+	invalid, dups := security.CheckCipherSuites(suites)
 	if len(invalid) > 0 {
 		r.Warnf(p, "ignoring invalid cipher suites: %v", invalid)
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshplane/istiod/pkg/kube/inject"
-	"github.com/meshplane/istiod/pkg/kube/inject/injecttest"
+	"github.com/meshplane/istiod/tests/injecttest"
 	"github.com/meshplane/istiod/tests/istiobin"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/meshplane/istiod/pkg/kube/inject"
-	"github.com/meshplane/istiod/pkg/kube/inject/injecttest"
+	"github.com/meshplane/istiod/tests/injecttest"
 )
 
 // ourInjector is manifests/istiod/injector.yaml with the image coordinates

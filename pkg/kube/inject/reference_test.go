@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshplane/istiod/pkg/kube/inject"
-	"github.com/meshplane/istiod/pkg/kube/inject/injecttest"
+	"github.com/meshplane/istiod/tests/injecttest"
 )
 
 // referenceCases are the pods of ../shared/reference/injection with the

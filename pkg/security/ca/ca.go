@@ -54,7 +54,7 @@ func New(ctx context.Context, o Options) (*CA, error) {
 	}
 	b, err := c.loadOrCreateSelfSigned(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("failed to create an istiod CA: %v", err)
+		return nil, fmt.Errorf("failed to create an istiod CA: %w", err)
 	}
 	c.install(b)
 	pkiLog.Infof("Set secret name for self-signed CA cert rotator to %s", storeName(o.Store))

@@ -27,6 +27,33 @@ var _ Store = (*DirStore)(nil)
 // directory is fine).
 func NewDirStore(dir string) *DirStore { return &DirStore{dir: dir} }
 
+// DirError says that a DirStore's directory cannot be used: it cannot be
+// read, created or written (permissions, a read-only file system, a file
+// in the way). Trying again does not help; the caller should stop and say
+// so.
+type DirError struct {
+	// Dir is the store's directory; Op says what failed with it.
+	Dir, Op string
+	Err     error
+}
+
+func (e *DirError) Error() string {
+	return fmt.Sprintf("CA directory %s: %s: %v", e.Dir, e.Op, e.Err)
+}
+
+func (e *DirError) Unwrap() error { return e.Err }
+
+// dirError wraps a file system error of s, without the path of a
+// *fs.PathError (the directory or a temporary file in it): op names what was
+// done with which file.
+func (s *DirStore) dirError(op string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &DirError{Dir: s.dir, Op: op, Err: err}
+}
+
 // Load implements Store.
 func (s *DirStore) Load(context.Context) (*Material, error) {
 	key, err := os.ReadFile(filepath.Join(s.dir, CAKeyFile))
@@ -34,14 +61,14 @@ func (s *DirStore) Load(context.Context) (*Material, error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, s.dirError("cannot read "+CAKeyFile, err)
 	}
 	m := &Material{CAKey: key}
 	if m.CACert, err = os.ReadFile(filepath.Join(s.dir, CACertFile)); err != nil {
-		return nil, err
+		return nil, s.dirError("cannot read "+CACertFile, err)
 	}
 	if m.RootCert, err = os.ReadFile(filepath.Join(s.dir, RootCertFile)); err != nil {
-		return nil, err
+		return nil, s.dirError("cannot read "+RootCertFile, err)
 	}
 	if fi, err := os.Stat(filepath.Join(s.dir, CACertFile)); err == nil {
 		m.Version = strconv.FormatInt(fi.ModTime().UnixNano(), 10)
@@ -53,18 +80,19 @@ func (s *DirStore) Load(context.Context) (*Material, error) {
 func (s *DirStore) Create(_ context.Context, m *Material) error {
 	parent := filepath.Dir(filepath.Clean(s.dir))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
+		// the path of the component that failed matters here
+		return &DirError{Dir: s.dir, Op: "cannot create its parent directory", Err: err}
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(s.dir)+"-")
 	if err != nil {
-		return err
+		return s.dirError("cannot create it in "+parent, err)
 	}
 	defer os.RemoveAll(tmp)
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
+		return s.dirError("cannot create it in "+parent, err)
 	}
 	if err := writeMaterial(tmp, m); err != nil {
-		return err
+		return s.dirError("cannot write the CA files in "+parent, err)
 	}
 	// An empty directory given by the user is replaced; removing a
 	// directory with files fails, and so does renaming onto any existing
@@ -74,7 +102,7 @@ func (s *DirStore) Create(_ context.Context, m *Material) error {
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return ErrAlreadyExists
 		}
-		return fmt.Errorf("creating CA directory %s: %w", s.dir, err)
+		return s.dirError("cannot move the new CA files in place", err)
 	}
 	return nil
 }
@@ -88,7 +116,10 @@ func (s *DirStore) Update(ctx context.Context, m *Material) error {
 	if cur.Version != m.Version {
 		return ErrConflict
 	}
-	return writeMaterial(s.dir, m)
+	if err := writeMaterial(s.dir, m); err != nil {
+		return s.dirError("cannot write the CA files", err)
+	}
+	return nil
 }
 
 func writeMaterial(dir string, m *Material) error {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	kinject "github.com/meshplane/istiod/pkg/kube/inject"
-	"github.com/meshplane/istiod/pkg/kube/inject/injecttest"
+	"github.com/meshplane/istiod/tests/injecttest"
 )
 
 // BenchmarkInject measures /inject for a typical pod (the reference

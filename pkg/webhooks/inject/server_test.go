@@ -18,9 +18,9 @@ import (
 
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	kinject "github.com/meshplane/istiod/pkg/kube/inject"
-	"github.com/meshplane/istiod/pkg/kube/inject/injecttest"
 	"github.com/meshplane/istiod/pkg/monitoring"
 	"github.com/meshplane/istiod/pkg/webhooks/inject"
+	"github.com/meshplane/istiod/tests/injecttest"
 )
 
 func newWebhook(t testing.TB, cfg *kinject.Config, m *meshconfig.MeshConfig) *http.ServeMux {

@@ -1,8 +1,19 @@
-// Package patcher keeps istiod's webhook configurations trusting its CA,
-// as Istio's istiod does: the caBundle of every webhook of the
-// MutatingWebhookConfigurations (injection) and ValidatingWebhookConfigurations
-// (config validation) labelled with istiod's revision is set to the root
-// certificate, and rewritten when it changes or someone edits it. It never
-// rewrites a configuration that already says the right thing. Run it under
+// Package patcher keeps istiod's webhook configurations trusting its CA and,
+// once the validation webhook is seen to answer, failing closed, as Istio's
+// istiod does (its webhook cert patcher for the injection webhooks, its
+// validation webhook controller for the validation ones):
+//
+//   - the caBundle of the injection webhooks (named *sidecar-injector.istio.io)
+//     of the MutatingWebhookConfigurations labelled with istiod's revision,
+//     and of every webhook of the ValidatingWebhookConfigurations labelled
+//     with it, is set to the root certificate, and set again when the root
+//     changes or someone edits it;
+//   - a validation webhook that fails open (the chart installs it with
+//     failurePolicy Ignore) is switched to Fail once a dry-run create of an
+//     invalid Gateway, labelled with the revision, comes back denied by a
+//     webhook (failclose.go); until then it is retried with a backoff.
+//
+// It never rewrites a configuration that already says the right thing, and
+// counts what it does in Istio's metrics (monitoring.go). Run it under
 // leader election: one writer per cluster object.
 package patcher

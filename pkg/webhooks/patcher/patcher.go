@@ -3,12 +3,12 @@ package patcher
 import (
 	"bytes"
 	"context"
-	"strings"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -33,21 +33,29 @@ type Options struct {
 	// InjectionSuffix selects the mutating webhooks patched: Istio patches
 	// those whose name ends with "sidecar-injector.istio.io".
 	InjectionSuffix string
-	// ReadyForFailClose reports whether the validation webhook answers
-	// (Istio dry-runs an invalid Gateway and expects the webhook's
-	// denial). Until it does the validation webhooks keep their failure
-	// policy; once it does they are set to Fail, so that nothing unvalidated
-	// gets in. Nil: the failure policy is left alone.
-	ReadyForFailClose func(ctx context.Context) bool
-	// RecheckAfter is how soon a configuration is looked at again while the
-	// webhook is not ready (default 5 s).
-	RecheckAfter time.Duration
+	// ReadyForFailClose reports whether the validation webhook answers,
+	// or why not (DryRunInvalidGateway is Istio's check). Until it does,
+	// the validation webhooks that fail open keep their failure policy and
+	// are looked at again with a backoff; once it has (it is not asked
+	// again), they are set to Fail, so that nothing unvalidated gets in.
+	// Nil: the failure policy is left alone.
+	ReadyForFailClose func(ctx context.Context) (bool, string)
+	// RetryBase and RetryMax bound the backoff of a configuration looked
+	// at again (default Istio's: 100 ms doubling up to 1 min for the
+	// validation configurations; 100 ms five times, then 1 min, for the
+	// injection ones).
+	RetryBase, RetryMax time.Duration
 }
 
-// Patcher sets the caBundle of istiod's webhook configurations.
+// Patcher sets the caBundle of istiod's webhook configurations and makes
+// its validation webhooks fail closed.
 type Patcher struct {
 	client kubernetes.Interface
 	opts   Options
+
+	// answered: the validation webhook was seen to answer (kept across
+	// terms, as Istio keeps it for the life of the process)
+	answered atomic.Bool
 
 	mu     sync.Mutex
 	bundle []byte
@@ -74,15 +82,47 @@ func New(client kubernetes.Interface, opts Options) *Patcher {
 	if opts.InjectionSuffix == "" {
 		opts.InjectionSuffix = "sidecar-injector.istio.io"
 	}
-	if opts.RecheckAfter <= 0 {
-		opts.RecheckAfter = 5 * time.Second
+	if opts.RetryBase <= 0 {
+		opts.RetryBase = 100 * time.Millisecond
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = time.Minute
 	}
 	return &Patcher{client: client, opts: opts, bundle: opts.CABundle}
 }
 
+// kindLimiter retries each kind of configuration as Istio does: its
+// validation controller doubles from the base (it waits for its own
+// webhook to answer, a few seconds, and would otherwise always end on the
+// slow delay); its injection patcher retries fast a few times (conflicts
+// between replicas), then slowly.
+type kindLimiter struct {
+	validating, mutating workqueue.TypedRateLimiter[key]
+}
+
+var _ workqueue.TypedRateLimiter[key] = kindLimiter{}
+
+func newKindLimiter(base, max time.Duration) kindLimiter {
+	return kindLimiter{
+		validating: workqueue.NewTypedItemExponentialFailureRateLimiter[key](base, max),
+		mutating:   workqueue.NewTypedItemFastSlowRateLimiter[key](base, max, 5),
+	}
+}
+
+func (l kindLimiter) of(k key) workqueue.TypedRateLimiter[key] {
+	if k.mutating {
+		return l.mutating
+	}
+	return l.validating
+}
+
+func (l kindLimiter) When(k key) time.Duration { return l.of(k).When(k) }
+func (l kindLimiter) Forget(k key)             { l.of(k).Forget(k) }
+func (l kindLimiter) NumRequeues(k key) int    { return l.of(k).NumRequeues(k) }
+
 // start builds and starts a term's informers; they stop with stop.
 func (p *Patcher) start(stop <-chan struct{}) (*term, []cache.InformerSynced) {
-	t := &term{queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
+	t := &term{queue: workqueue.NewTypedRateLimitingQueueWithConfig[key](newKindLimiter(p.opts.RetryBase, p.opts.RetryMax),
 		workqueue.TypedRateLimitingQueueConfig[key]{Name: "webhookpatcher"})}
 	t.factory = informers.NewSharedInformerFactoryWithOptions(p.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = RevisionLabel + "=" + p.opts.Revision
@@ -95,11 +135,20 @@ func (p *Patcher) start(stop <-chan struct{}) (*term, []cache.InformerSynced) {
 	}{{mw, true}, {vw, false}} {
 		mutating := w.mutating
 		enqueue := func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
 			if m, ok := o.(metav1.Object); ok {
 				t.queue.Add(key{mutating: mutating, name: m.GetName()})
 			}
 		}
-		if _, err := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }}); err != nil {
+		h := cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }}
+		if mutating {
+			// Istio's patcher hears deletions too (and counts them as
+			// webhook_config_not_found)
+			h.DeleteFunc = enqueue
+		}
+		if _, err := w.inf.AddEventHandler(h); err != nil {
 			scope.Errorf("webhook configuration informer refused the handler: %v", err)
 		}
 	}
@@ -116,12 +165,21 @@ func (p *Patcher) SetCABundle(b []byte) {
 	if t == nil {
 		return // the next term starts from the new bundle
 	}
+	t.enqueueAll(true, "")
+	t.enqueueAll(false, "")
+}
+
+// enqueueAll queues every configuration of one kind but except.
+func (t *term) enqueueAll(mutating bool, except string) {
 	v1 := t.factory.Admissionregistration().V1()
-	for _, m := range v1.MutatingWebhookConfigurations().Informer().GetStore().List() {
-		t.queue.Add(key{mutating: true, name: m.(metav1.Object).GetName()})
+	inf := v1.ValidatingWebhookConfigurations().Informer()
+	if mutating {
+		inf = v1.MutatingWebhookConfigurations().Informer()
 	}
-	for _, v := range v1.ValidatingWebhookConfigurations().Informer().GetStore().List() {
-		t.queue.Add(key{name: v.(metav1.Object).GetName()})
+	for _, o := range inf.GetStore().List() {
+		if name := o.(metav1.Object).GetName(); name != except {
+			t.queue.Add(key{mutating: mutating, name: name})
+		}
 	}
 }
 
@@ -149,85 +207,38 @@ func (p *Patcher) Run(stop <-chan struct{}) {
 	}
 }
 
+// errNotAnswering: a validation configuration fails open and the webhook
+// has not been seen to answer yet; it is looked at again.
+var errNotAnswering = errors.New("the validation webhook has not answered yet: failurePolicy kept")
+
 func (p *Patcher) next(t *term) bool {
 	k, quit := t.queue.Get()
 	if quit {
 		return false
 	}
 	defer t.queue.Done(k)
-	if err := p.patch(t, k); err != nil {
-		scope.Warnf("webhook configuration %s: %v (retrying)", k.name, err)
-		t.queue.AddRateLimited(k)
-		return true
-	}
-	t.queue.Forget(k)
-	return true
-}
-
-// patch sets the caBundle of the configuration's webhooks, writing only
-// when one differs.
-func (p *Patcher) patch(t *term, k key) error {
 	p.mu.Lock()
 	bundle := p.bundle
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v1 := t.factory.Admissionregistration().V1()
-	api := p.client.AdmissionregistrationV1()
+	var err error
 	if k.mutating {
-		cur, err := v1.MutatingWebhookConfigurations().Lister().Get(k.name)
-		if err != nil {
-			return ignoreNotFound(err)
-		}
-		upd := cur.DeepCopy()
-		if !setBundles(upd.Webhooks, func(w *admissionv1.MutatingWebhook) (string, *admissionv1.WebhookClientConfig) {
-			return w.Name, &w.ClientConfig
-		}, p.isInjection, bundle) {
-			return nil
-		}
-		_, err = api.MutatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{})
-		return logged("MutatingWebhookConfiguration", k.name, err)
+		err = p.patchMutating(ctx, t, k.name, bundle)
+	} else {
+		err = p.reconcileValidating(ctx, t, k.name, bundle)
 	}
-	cur, err := v1.ValidatingWebhookConfigurations().Lister().Get(k.name)
-	if err != nil {
-		return ignoreNotFound(err)
-	}
-	upd := cur.DeepCopy()
-	changed := setBundles(upd.Webhooks, func(w *admissionv1.ValidatingWebhook) (string, *admissionv1.WebhookClientConfig) {
-		return w.Name, &w.ClientConfig
-	}, func(string) bool { return true }, bundle)
-	if p.opts.ReadyForFailClose != nil && !failsClosed(upd) {
-		if p.opts.ReadyForFailClose(ctx) {
-			fail := admissionv1.Fail
-			for i := range upd.Webhooks {
-				upd.Webhooks[i].FailurePolicy = &fail
-			}
-			changed = true
-			scope.Infof("validation webhook answers: failurePolicy of %s set to Fail", k.name)
-		} else {
-			t.queue.AddAfter(k, p.opts.RecheckAfter)
-		}
-	}
-	if !changed {
-		return nil
-	}
-	_, err = api.ValidatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{})
-	return logged("ValidatingWebhookConfiguration", k.name, err)
-}
-
-// failsClosed reports whether every webhook of c fails closed.
-func failsClosed(c *admissionv1.ValidatingWebhookConfiguration) bool {
-	for _, w := range c.Webhooks {
-		if w.FailurePolicy == nil || *w.FailurePolicy != admissionv1.Fail {
-			return false
-		}
+	switch {
+	case err == nil:
+		t.queue.Forget(k)
+	case errors.Is(err, errNotAnswering):
+		scope.Debugf("ValidatingWebhookConfiguration %s: %v (retrying)", k.name, err)
+		t.queue.AddRateLimited(k)
+	default:
+		scope.Warnf("webhook configuration %s: %v (retrying)", k.name, err)
+		t.queue.AddRateLimited(k)
 	}
 	return true
-}
-
-// isInjection selects the mutating webhooks istiod serves.
-func (p *Patcher) isInjection(name string) bool {
-	return strings.HasSuffix(name, p.opts.InjectionSuffix)
 }
 
 // setBundles sets bundle on the selected webhooks and reports whether one
@@ -242,13 +253,6 @@ func setBundles[W any](hooks []W, config func(*W) (string, *admissionv1.WebhookC
 		}
 	}
 	return changed
-}
-
-func logged(kind, name string, err error) error {
-	if err == nil {
-		scope.Infof("patched caBundle of %s %s", kind, name)
-	}
-	return err
 }
 
 // ignoreNotFound: a configuration deleted meanwhile needs nothing.

@@ -48,6 +48,10 @@ type Options struct {
 	Krt *krt.DebugHandler
 	// Now stamps creation times (default time.Now).
 	Now func() time.Time
+	// NewWatcher creates the watcher of the tree (default fsnotify's). A
+	// directory it cannot watch (e.g. inotify out of watches) is logged at
+	// WARN and listed on Problems; its changes arrive with the resync.
+	NewWatcher func() (Watcher, error)
 }
 
 // Source is a read-only ConfigStoreController over a directory of YAML/JSON.
@@ -65,9 +69,10 @@ type Source struct {
 	version atomic.Uint64
 	synced  atomic.Bool
 
-	mu      sync.Mutex // guards files and current during a reload
+	mu      sync.Mutex // guards files, current and dropped during a reload
 	files   map[string]*fileState
 	current map[config.GroupVersionKind]map[string]entry
+	dropped droppedLog
 }
 
 type kindStore struct {
@@ -78,6 +83,7 @@ type kindStore struct {
 type fileState struct {
 	hash    [32]byte
 	objects map[string]entry // by config key
+	notes   fileNotes        // what the last parse said, for the log
 }
 
 type entry struct {
@@ -109,6 +115,9 @@ func New(opts Options) (*Source, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.NewWatcher == nil {
+		opts.NewWatcher = newFSWatcher
 	}
 	s := &Source{
 		View:    storeview.New(),
@@ -193,6 +202,7 @@ func (s *Source) Reload() {
 	for i, p := range paths {
 		seen[p] = true
 		if r := results[i]; r != nil {
+			logFixed(p, s.files[p], r.state)
 			s.files[p] = r.state
 			s.report(p, r.problems)
 		}
@@ -204,6 +214,7 @@ func (s *Source) Reload() {
 			scope.Infof("file %s removed", p)
 		}
 	}
+	s.dropped.update(s.files)
 	s.apply(paths)
 	if !s.synced.Load() {
 		for _, k := range s.kinds {
@@ -232,7 +243,8 @@ func (s *Source) readFile(path string, prev *fileState) *readResult {
 	if prev != nil && prev.hash == h {
 		return nil
 	}
-	objects, problems, rejected := s.parse(path, data)
+	objects, problems, notes := s.parse(path, data)
+	rejected := len(notes.broken) > 0
 	if rejected && prev != nil {
 		// last good: objects this file served before stay until it is fixed
 		for k, e := range prev.objects {
@@ -243,37 +255,39 @@ func (s *Source) readFile(path string, prev *fileState) *readResult {
 			}
 		}
 	}
-	return &readResult{state: &fileState{hash: h, objects: objects}, problems: problems}
+	return &readResult{state: &fileState{hash: h, objects: objects, notes: notes}, problems: problems}
 }
 
 // parse decodes a file into the objects it defines and its problems.
-func (s *Source) parse(path string, data []byte) (map[string]entry, []diag.Problem, bool) {
+func (s *Source) parse(path string, data []byte) (map[string]entry, []diag.Problem, fileNotes) {
 	objects := map[string]entry{}
 	var problems []diag.Problem
-	rejected := false
+	var notes fileNotes
 	for _, d := range crd.Parse(data, crd.Options{Validate: true, Domain: s.opts.Domain}) {
 		obj := d.Where()
 		for _, p := range d.Dropped {
 			problems = append(problems, diag.Problem{Severity: diag.Warning, Object: obj, Field: p, Message: "unknown field dropped"})
+			notes.dropped = append(notes.dropped, droppedField{object: d.Object(), field: p, line: d.Line})
 		}
 		for _, w := range d.Warnings {
 			problems = append(problems, diag.Problem{Severity: diag.Warning, Object: obj, Message: w.Error()})
 		}
 		switch {
 		case d.Err != nil:
-			rejected = true
+			notes.reject(d.Object())
 			problems = append(problems, diag.Problem{Severity: diag.Error, Object: obj, Message: "rejected: " + d.Err.Error()})
 			monitoring.RejectedConfigs.WithLabelValues("file", "invalid").Inc()
-			scope.Warnf("%s:%d %s: rejected: %v", path, d.Index, d.Object(), d.Err)
+			scope.Warnf("%s:%d %s: rejected: %v", path, d.Line, d.Object(), d.Err)
 		case d.Unknown != nil:
 			problems = append(problems, diag.Problem{Severity: diag.Warning, Object: obj,
 				Message: fmt.Sprintf("unknown kind %s, skipped", d.Unknown.GroupVersionKind())})
 			monitoring.RejectedConfigs.WithLabelValues("file", "unknown_kind").Inc()
 		default:
+			notes.accept(d.Object())
 			s.addParsed(path, obj, d.Config, objects, &problems)
 		}
 	}
-	return objects, problems, rejected
+	return objects, problems, notes
 }
 
 func (s *Source) addParsed(path, obj string, cfg *config.Config, objects map[string]entry, problems *[]diag.Problem) {

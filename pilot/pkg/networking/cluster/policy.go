@@ -14,8 +14,8 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config/protocol"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // MergeTrafficPolicy returns the policy that applies to one subset and

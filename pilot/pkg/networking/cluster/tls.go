@@ -9,8 +9,8 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // SDS secret names the Istio agent serves.

@@ -12,8 +12,8 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/gateway"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // SDS names and clusters of user-supplied (SIMPLE, MUTUAL) TLS, as the

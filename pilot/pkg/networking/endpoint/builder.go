@@ -134,6 +134,11 @@ func metadata(ep *model.IstioEndpoint) *core.Metadata {
 		app = ep.WorkloadName
 	}
 	rev := firstOf(ep.Labels, "service.istio.io/canonical-revision", "app.kubernetes.io/version", "version")
+	if rev == "latest" {
+		// the default revision is left out, as Istio's
+		// AppendLbEndpointMetadata leaves it (injected pods carry it)
+		rev = ""
+	}
 	workload := strings.Join([]string{ep.WorkloadName, ep.Namespace, app, rev, ep.Locality.ClusterID}, ";")
 	md := &core.Metadata{FilterMetadata: map[string]*structpb.Struct{
 		"istio": {Fields: map[string]*structpb.Value{"workload": structpb.NewStringValue(workload)}},

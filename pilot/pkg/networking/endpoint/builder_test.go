@@ -71,3 +71,18 @@ func TestSelectionGroupingAndHealth(t *testing.T) {
 		t.Error("tlsMode metadata missing")
 	}
 }
+
+// The workload metadata leaves the default revision out, as Istio's does:
+// an injected gateway pod carries canonical-revision "latest", and its
+// endpoints read "…;portal-istio;;Kubernetes".
+func TestWorkloadMetadataLeavesLatestOut(t *testing.T) {
+	got := endpoint.Build("outbound|80||portal.shop.svc.cluster.local", []*model.IstioEndpoint{{
+		Addresses: []string{"10.244.0.11"}, EndpointPort: 80, ServicePortName: "http", HealthStatus: model.Healthy,
+		Labels:    map[string]string{"service.istio.io/canonical-name": "portal-istio", "service.istio.io/canonical-revision": "latest"},
+		Namespace: "shop", WorkloadName: "portal-istio", Locality: model.Locality{ClusterID: "Kubernetes"}, SendUnhealthyEndpoints: true,
+	}}, endpoint.Options{PortName: "http"})
+	md := got.Endpoints[0].LbEndpoints[0].Metadata.FilterMetadata["istio"].Fields["workload"].GetStringValue()
+	if md != "portal-istio;shop;portal-istio;;Kubernetes" {
+		t.Errorf("istio.workload %q, want the revision left out", md)
+	}
+}

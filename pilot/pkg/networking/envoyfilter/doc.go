@@ -13,7 +13,9 @@
 //     select it (workloadSelector, or targetRefs for Gateway API gateways),
 //     the patches whose proxy match holds, ordered as Istio 1.31 orders them
 //     (priority; at equal priority the root namespace first; creation time;
-//     name.namespace), with a Key that identifies the set;
+//     name.namespace — not "root namespace first" as the EnvoyFilter
+//     reference reads; pkg/config/analysis warns where the two differ,
+//     MP0004), with a Key that identifies the set;
 //   - the patching itself, one call per xDS type (PatchListeners,
 //     PatchClusters, PatchRoutes, ExtensionConfigs), each resource in the
 //     context Istio patches it in (SIDECAR_INBOUND, SIDECAR_OUTBOUND or

@@ -5,7 +5,7 @@ import (
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // patchInlineRoutes applies the SIDECAR_INBOUND route patches to the route

@@ -119,24 +119,24 @@ func Select(proxy *model.Proxy, rootNamespace string, filters []*Filter) *Patche
 	return out
 }
 
-// order is the order of the EnvoyFilters of one proxy as the spec (article
-// 003, from Istio's documentation) states it: the root namespace's filters
-// first, then the workload namespace's; within each, priority, creation
-// time, then "name.namespace". Istio 1.31's implementation sorts by
-// priority across both namespaces and puts the root namespace first only
-// at equal priority, so a root filter with a higher priority than a
-// workload filter runs after it there and before it here; the two agree
-// whenever priorities are equal (the common case, and every case of the
-// reference meshes).
+// order is the order of the EnvoyFilters of one proxy as Istio 1.31's
+// PushContext.EnvoyFilters sorts them (one list of the root namespace's
+// and the proxy namespace's filters): priority ascending across both
+// namespaces; at equal priority a root namespace filter before a
+// workload namespace one; then creation time; then "name.namespace".
+// The EnvoyFilter reference (and spec 003 §4.1) reads "the root
+// namespace first, then the workload namespace", which differs when a
+// workload filter has a lower priority than a root one: it runs first
+// here, as in Istio (pkg/config/analysis warns about such pairs, MP0004).
 func order(a, b *Filter, rootNamespace string) int {
+	if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
+		return c
+	}
 	if a.Namespace != b.Namespace && (a.Namespace == rootNamespace || b.Namespace == rootNamespace) {
 		if a.Namespace == rootNamespace {
 			return -1
 		}
 		return 1
-	}
-	if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
-		return c
 	}
 	if c := a.Created.Compare(b.Created); c != 0 {
 		return c

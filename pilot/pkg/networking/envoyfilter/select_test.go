@@ -42,10 +42,11 @@ func refs(ps *envoyfilter.Patches) []string {
 	return out
 }
 
-// The order of the patches of one proxy, as spec 003 §4.1 and Istio's
-// documentation state it: the root namespace first whatever the
-// priorities; then priority; creation time; "name.namespace". (Istio
-// 1.31's implementation sorts by priority first; see order.)
+// The order of the patches of one proxy, as Istio 1.31's
+// PushContext.EnvoyFilters sorts them: priority across the root and the
+// workload namespace; at equal priority the root namespace first; then
+// creation time; then "name.namespace". (The EnvoyFilter reference and
+// spec 003 §4.1 read "root namespace first, then priority": see order.)
 func TestOrder(t *testing.T) {
 	const root = "istio-system"
 	cases := []struct {
@@ -59,9 +60,22 @@ func TestOrder(t *testing.T) {
 			want:    []string{"istio-system/young#0", "ns/old#0"},
 		},
 		{
-			name:    "namespace before priority",
+			name:    "a workload filter of priority -5 before a root filter of priority 0",
+			filters: []config.Config{ef(root, "base", 0, t0), ef("ns", "early", -5, t0.Add(time.Hour))},
+			want:    []string{"ns/early#0", "istio-system/base#0"},
+		},
+		{
+			name:    "priority before namespace",
 			filters: []config.Config{ef(root, "root10", 10, t0), ef("ns", "ns0", 0, t0), ef(root, "root0", 0, t0), ef("ns", "neg", -1, t0)},
-			want:    []string{"istio-system/root0#0", "istio-system/root10#0", "ns/neg#0", "ns/ns0#0"},
+			want:    []string{"ns/neg#0", "istio-system/root0#0", "ns/ns0#0", "istio-system/root10#0"},
+		},
+		{
+			name: "ties on priority: root namespace, then creation time, then name",
+			filters: []config.Config{
+				ef("ns", "b", 0, t0), ef("ns", "a", 0, t0), ef("ns", "old", 0, t0.Add(-time.Hour)),
+				ef(root, "young", 0, t0.Add(time.Hour)), ef(root, "late", 1, t0.Add(-2*time.Hour)),
+			},
+			want: []string{"istio-system/young#0", "ns/old#0", "ns/a#0", "ns/b#0", "istio-system/late#0"},
 		},
 		{
 			name:    "creation time",

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/diag"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // PatchContext is what patching needs beyond the resources and the

@@ -5,8 +5,8 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filelog "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // DefaultAccessLogFormat is the text format Istio's proxies log with when the

@@ -9,9 +9,9 @@ import (
 	snidfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/sni_dynamic_forward_proxy/v3"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // dynamicForwardProxyName is the HTTP filter that resolves the Host header

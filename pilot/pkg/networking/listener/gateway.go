@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 
@@ -114,6 +115,9 @@ func BuildGateway(o GatewayOptions) []*listenerv3.Listener {
 			continue
 		}
 		l := gatewayListener(name, p.bind, p.port, p.chains)
+		// connections no chain takes are logged at the listener, as Istio's
+		// buildGatewayListeners does (setListenerAccessLog, class gateway)
+		l.AccessLog = o.noRouteLogs()
 		l.AdditionalAddresses = additionalAddresses(p.extra, int(p.port))
 		l.PerConnectionBufferLimitBytes = PerConnectionBufferLimit(o.ConnectionSettings)
 		out = append(out, l)
@@ -214,8 +218,14 @@ func gatewayListener(name, bind string, port uint32, chains []gatewayChain) *lis
 	}
 	for _, c := range chains {
 		fc := &listenerv3.FilterChain{Filters: c.filters, TransportSocketConnectTimeout: connectTimeout}
-		if len(c.sni) > 0 || len(c.alpn) > 0 {
-			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: c.sni, ApplicationProtocols: c.alpn}
+		// a host "*" matches every name: no server names then, and no
+		// match at all without ALPN (Istio's toFilterChainMatch)
+		sni := c.sni
+		if slices.Contains(sni, "*") {
+			sni = nil
+		}
+		if len(sni) > 0 || len(c.alpn) > 0 {
+			fc.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: sni, ApplicationProtocols: c.alpn}
 		}
 		if c.tls != nil {
 			fc.TransportSocket = authn.TransportSocket(c.tls)

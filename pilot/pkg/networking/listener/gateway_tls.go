@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/gateway"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
+	"github.com/meshplane/istiod/pkg/config/security"
 )
 
 // GatewayTLS are the mesh and proxy inputs of a gateway server's TLS.
@@ -185,13 +186,16 @@ func applyTLSDefaults(c *tlsv3.CommonTlsContext, d *meshconfig.MeshConfig_TLSCon
 }
 
 // applyServerTLSVersions sets the server's TLS versions and cipher suites
-// (the enums of both APIs line up: TLS_AUTO, TLSv1_0 ... TLSv1_3).
+// (the enums of both APIs line up: TLS_AUTO, TLSv1_0 ... TLSv1_3). Unknown
+// and repeated suites are dropped, which Envoy would NACK, as Istio drops
+// them for gateways and sidecars; validation warns about them. With none
+// left, the mesh's tlsDefaults stay.
 func applyServerTLSVersions(c *tlsv3.CommonTlsContext, t *networking.ServerTLSSettings) {
 	if v := t.MinProtocolVersion; v != networking.ServerTLSSettings_TLS_AUTO {
 		tlsParams(c).TlsMinimumProtocolVersion = tlsVersion(v)
 	}
-	if len(t.CipherSuites) > 0 {
-		tlsParams(c).CipherSuites = t.CipherSuites
+	if suites := security.FilterCipherSuites(t.CipherSuites); len(suites) > 0 {
+		tlsParams(c).CipherSuites = suites
 	}
 	if v := t.MaxProtocolVersion; v != networking.ServerTLSSettings_TLS_AUTO {
 		tlsParams(c).TlsMaximumProtocolVersion = tlsVersion(v)

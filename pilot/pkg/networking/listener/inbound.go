@@ -16,10 +16,10 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config/protocol"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // virtualInbound accepts redirected inbound traffic. Each connection is
@@ -90,7 +90,7 @@ func (o Options) targetChains(p InboundTarget) []*listenerv3.FilterChain {
 		op = p.Services[0].Hostname + ":" + strconv.Itoa(p.ServicePort) + "/*"
 	}
 	chains := o.inboundChains(name, wrapperspb.UInt32(uint32(p.Port)), p.Protocol, o.MTLS.Mode(uint32(p.Port)),
-		inboundHTTP("inbound_"+name+";", c, c, "inbound|http|"+strconv.Itoa(p.Port), op, p.Protocol, o),
+		inboundHTTP("inbound_"+name+";", c, c, p.virtualHostName(), op, p.Protocol, o),
 		func() []*listenerv3.Filter { return o.inboundTCPStack(p.Protocol, c) })
 	if p.TLS != nil && o.MTLS.Mode(uint32(p.Port)) == authn.ModeDisable {
 		// the Sidecar's own TLS replaces the plain text chains, and only
@@ -217,4 +217,17 @@ var originalSrcConfig = protoconv.Constant(func() proto.Message { return &origsr
 func originalSrc() *listenerv3.ListenerFilter {
 	return &listenerv3.ListenerFilter{Name: "envoy.filters.listener.original_src",
 		ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: originalSrcConfig()}}
+}
+
+// virtualHostName names the inbound route's virtual host after the
+// service port ("inbound|http|<port>"), as Istio's
+// buildSidecarInboundHTTPRouteConfig does (cc.port.Port), not after the
+// target port its cluster carries; a Sidecar ingress listener's port is
+// its own.
+func (p InboundTarget) virtualHostName() string {
+	port := p.ServicePort
+	if port == 0 || p.Config != "" {
+		port = p.Port
+	}
+	return "inbound|http|" + strconv.Itoa(port)
 }

@@ -3,20 +3,18 @@ package listener
 import (
 	"sort"
 	"strconv"
-	"unicode"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config/protocol"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // bindAddress is the address a target's chains are named after (and its
@@ -179,7 +177,7 @@ func (o Options) customTLSChains(name string, p InboundTarget, clusterName, oper
 	filters := []*listenerv3.Filter{metadataExchange()}
 	switch authn.ListenerProtocolOf(p.Protocol) {
 	case authn.ListenerHTTP:
-		filters = append(filters, inboundHTTP("inbound_"+name+";", clusterName, clusterName, "inbound|http|"+strconv.Itoa(p.Port), operation, p.Protocol, o)())
+		filters = append(filters, inboundHTTP("inbound_"+name+";", clusterName, clusterName, p.virtualHostName(), operation, p.Protocol, o)())
 	case authn.ListenerTCP:
 		filters = append(append(filters, o.InboundTCPPolicy...), o.inboundTCPStack(p.Protocol, clusterName)...)
 	default:
@@ -205,17 +203,12 @@ func configMetadata(path string) *core.Metadata {
 // listener's tls block, rendered as Istio renders it for sidecars: the
 // files it names (through the agent's SDS), or its credentialName from
 // istiod, ALPN h2 and http/1.1 whatever the port's protocol, client
-// certificates required under MUTUAL; nil for modes a sidecar cannot
-// terminate (PASSTHROUGH, AUTO_PASSTHROUGH).
+// certificates required under MUTUAL, unknown and repeated cipher suites
+// dropped as for gateways; nil for modes a sidecar cannot terminate
+// (PASSTHROUGH, AUTO_PASSTHROUGH).
 func SidecarIngressTLS(t *networking.ServerTLSSettings, in GatewayTLS) *tlsv3.DownstreamTlsContext {
 	if t == nil {
 		return nil
-	}
-	if len(t.CipherSuites) > 0 {
-		// unknown and repeated suites are dropped, as Istio drops them
-		// for sidecars (the gateway path filters at translation)
-		t = proto.Clone(t).(*networking.ServerTLSSettings)
-		t.CipherSuites = validCipherSuites(t.CipherSuites)
 	}
 	// a Server of protocol HTTPS gets the same context as the sidecar:
 	// ALPN h2, http/1.1 whatever the mode
@@ -233,28 +226,4 @@ func AfterTLSTermination(p protocol.Instance) protocol.Instance {
 		return protocol.TCP
 	}
 	return p
-}
-
-// cipherSuites are the suites Envoy's BoringSSL accepts in a server's
-// cipherSuites (PSK ones left out, as in Istio).
-var cipherSuites = map[string]bool{
-	"ECDHE-ECDSA-AES128-GCM-SHA256": true, "ECDHE-RSA-AES128-GCM-SHA256": true, "ECDHE-ECDSA-AES256-GCM-SHA384": true,
-	"ECDHE-RSA-AES256-GCM-SHA384": true, "ECDHE-ECDSA-CHACHA20-POLY1305": true, "ECDHE-RSA-CHACHA20-POLY1305": true,
-	"ECDHE-ECDSA-AES128-SHA": true, "ECDHE-RSA-AES128-SHA": true, "ECDHE-ECDSA-AES256-SHA": true, "ECDHE-RSA-AES256-SHA": true,
-	"AES128-GCM-SHA256": true, "AES256-GCM-SHA384": true, "AES128-SHA": true, "AES256-SHA": true, "DES-CBC3-SHA": true,
-}
-
-// validCipherSuites keeps the first occurrence of each known suite; "",
-// "ALL" and operator entries ("!X", "[A|B]") pass.
-func validCipherSuites(suites []string) []string {
-	seen := map[string]bool{}
-	out := make([]string, 0, len(suites))
-	for _, s := range suites {
-		ok := s == "" || s == "ALL" || cipherSuites[s] || (!unicode.IsLetter(rune(s[0])) && !unicode.IsDigit(rune(s[0])))
-		if ok && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // connectTimeout bounds the transport handshake of outbound chains.

@@ -19,8 +19,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config/protocol"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // Network filters of the protocols Envoy proxies natively.

@@ -66,7 +66,11 @@ func BuildGatewayRouteConfiguration(routeName string, m *gateway.Merged, o Gatew
 			key := gw + "|" + vs.Namespace + "/" + vs.Name
 			routes, built := routesOf[key]
 			if !built {
-				ro := Options{ProxyNamespace: o.ProxyNamespace, ProxyLabels: o.ProxyLabels, Gateway: gw, Hash: o.Hash, MeshRetry: o.MeshRetry}
+				// built once per gateway and VirtualService, with the
+				// first server's TLS, as Istio's buildGatewayHTTPRouteConfig
+				// caches them (gatewayRoutes[gateway][vs])
+				ro := Options{ProxyNamespace: o.ProxyNamespace, ProxyLabels: o.ProxyLabels, Gateway: gw, Hash: o.Hash, MeshRetry: o.MeshRetry,
+					IsTLS: s.GetTls() != nil}
 				if o.LookupService != nil {
 					ro.LookupService = func(h string) *model.Service { return o.LookupService(vs, h) }
 				}
@@ -172,13 +176,18 @@ func intersectHosts(a, b []string) []string {
 
 // collapseVirtualHosts merges hosts that carry the very same routes (the
 // same VirtualService on several hosts) into one virtual host, named after
-// the first in order, as Istio does to keep route configurations small.
+// the first in order, as Istio's collapseDuplicateRoutes
+// (pilot/pkg/networking/core/gateway.go) does to keep route configurations
+// small. The order is that of host.Names: the most specific first
+// (non-wildcards before wildcards, longer before shorter, then
+// alphabetical), which decides each merged host's name and the order of
+// its domains.
 func collapseVirtualHosts(in map[string]*routev3.VirtualHost) []*routev3.VirtualHost {
 	keys := make([]string, 0, len(in))
 	for k := range in {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { return moreSpecific(keys[i], keys[j]) })
 	var out []*routev3.VirtualHost
 	for _, k := range keys {
 		vh := in[k]
@@ -195,6 +204,19 @@ func collapseVirtualHosts(in map[string]*routev3.VirtualHost) []*routev3.Virtual
 		}
 	}
 	return out
+}
+
+// moreSpecific orders hosts as Istio's host.MoreSpecific: non-wildcards
+// first, then longer first, then alphabetically.
+func moreSpecific(a, b string) bool {
+	aw, bw := strings.HasPrefix(a, "*"), strings.HasPrefix(b, "*")
+	if aw != bw {
+		return bw
+	}
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a < b
 }
 
 func sameRoutes(a, b *routev3.VirtualHost) bool {

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 const defaultRetryOn = "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"

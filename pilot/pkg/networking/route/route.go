@@ -17,8 +17,8 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // Names of special virtual hosts and routes.
@@ -34,9 +34,15 @@ const (
 // ServiceRoutes is one service on the port, with the VirtualService that
 // applies to it (nil: default route). The VirtualService's hosts must be
 // resolved to FQDNs already (the push context does this).
+//
+// HostOnly marks a VirtualService host that no service of the port has
+// (Service holds just the hostname): Istio gives it a virtual host of its
+// own, answering to that name alone, with the VirtualService's routes, and
+// none when they leave nothing for the port (see BuildVirtualHost).
 type ServiceRoutes struct {
 	Service        *model.Service
 	VirtualService *config.Config
+	HostOnly       bool
 }
 
 // Options are the proxy-dependent inputs.
@@ -68,6 +74,9 @@ type Options struct {
 	ServiceHash func(svc *model.Service, port int) *networking.LoadBalancerSettings_ConsistentHashLB
 	// MeshRetry is the mesh's defaultHttpRetryPolicy (nil: Istio's).
 	MeshRetry *networking.HTTPRetry
+	// IsTLS tells routes served behind TLS (a gateway's HTTPS server):
+	// the scheme whose default port a redirect leaves out.
+	IsTLS bool
 }
 
 // RouteSemanticsAnnotation marks VirtualServices translated from the
@@ -85,16 +94,22 @@ func BuildRouteConfiguration(port int, services []ServiceRoutes, o Options) *rou
 	SortServiceRoutes(services)
 	rc := NewRouteConfiguration(port)
 	for _, sr := range services {
-		rc.VirtualHosts = append(rc.VirtualHosts, BuildVirtualHost(sr, port, o))
+		if vh := BuildVirtualHost(sr, port, o); vh != nil {
+			rc.VirtualHosts = append(rc.VirtualHosts, vh)
+		}
 	}
 	rc.VirtualHosts = append(rc.VirtualHosts, o.CatchAll())
 	return rc
 }
 
 // SortServiceRoutes puts services in the order of their virtual hosts in
-// the port's configuration: by hostname.
+// the port's configuration: by virtual host name ("<host>:<port>"), as
+// Istio's SortVirtualHosts orders them; on one port that is the order of
+// "<host>:".
 func SortServiceRoutes(services []ServiceRoutes) {
-	sort.Slice(services, func(i, j int) bool { return services[i].Service.Hostname < services[j].Service.Hostname })
+	sort.SliceStable(services, func(i, j int) bool {
+		return services[i].Service.Hostname+":" < services[j].Service.Hostname+":"
+	})
 }
 
 // NewRouteConfiguration is the configuration of a port without its
@@ -111,37 +126,49 @@ func NewRouteConfiguration(port int) *routev3.RouteConfiguration {
 // BuildVirtualHost is the virtual host of one service on the port. It
 // reads of the service only its hostname and Domains, and of the options
 // only ProxyNamespace and DomainSuffix (through Domains), the proxy labels
-// (through SourceLabelsKey), Gateway, LookupService, Hash, ServiceHash and
-// MeshRetry: callers that share virtual hosts between proxies key them by
-// exactly these.
+// and namespace (through SourceLabelsKey), Gateway, LookupService, Hash,
+// ServiceHash, MeshRetry and IsTLS: callers that share virtual hosts
+// between proxies key them by exactly these (sidecars never set IsTLS).
+//
+// A VirtualService whose routes leave nothing for the port (matches of
+// other ports, sources or gateways) does not take the service: it keeps
+// its default route, as in Istio's BuildSidecarVirtualHostWrapper, where
+// such a VirtualService yields no virtual host and the service is built as
+// one without. A HostOnly host gets no virtual host then (nil).
 func BuildVirtualHost(sr ServiceRoutes, port int, o Options) *routev3.VirtualHost {
 	vh := &routev3.VirtualHost{
 		Name:                       sr.Service.Hostname + ":" + strconv.Itoa(port),
 		Domains:                    Domains(sr.Service, port, o),
 		IncludeRequestAttemptCount: true,
 	}
+	if sr.HostOnly {
+		vh.Domains = []string{strings.ToLower(sr.Service.Hostname)}
+	}
 	if sr.VirtualService != nil {
 		vh.Routes = translateVirtualService(sr.VirtualService, port, o)
 	}
-	if len(vh.Routes) == 0 && sr.VirtualService == nil {
+	if len(vh.Routes) == 0 {
+		if sr.HostOnly {
+			return nil
+		}
 		vh.Routes = []*routev3.Route{defaultRoute(sr.Service, port, o)}
 	}
 	return vh
 }
 
-// SourceLabelsKey says which HTTP matches of a VirtualService the labels
-// select (sourceLabels), the only way the proxy's labels reach its routes:
-// proxies whose keys agree get the same routes from it. "" when no match
-// selects on labels.
-func SourceLabelsKey(vs *networking.VirtualService, labels map[string]string) string {
+// SourceLabelsKey says which HTTP matches of a VirtualService the proxy's
+// labels and namespace select (sourceLabels, sourceNamespace), the only
+// way they reach its routes: proxies whose keys agree get the same routes
+// from it. "" when no match selects on them.
+func SourceLabelsKey(vs *networking.VirtualService, labels map[string]string, namespace string) string {
 	var b []byte
 	selects := false
 	for _, hr := range vs.GetHttp() {
 		for _, m := range hr.GetMatch() {
 			switch {
-			case len(m.GetSourceLabels()) == 0:
+			case len(m.GetGateways()) > 0 || (len(m.GetSourceLabels()) == 0 && m.GetSourceNamespace() == ""):
 				b = append(b, '-')
-			case labelsMatch(m.SourceLabels, labels):
+			case sourceMatch(m, labels, namespace):
 				b, selects = append(b, '1'), true
 			default:
 				b, selects = append(b, '0'), true
@@ -157,7 +184,11 @@ func SourceLabelsKey(vs *networking.VirtualService, labels map[string]string) st
 
 // Domains are the names a service answers to from the proxy: FQDN, FQDN
 // with a trailing dot, short names (the bare name only from the same
-// namespace), and its virtual IPs.
+// namespace), and its virtual IPs. A headless Kubernetes service
+// (Passthrough) also answers to every name below each of those, as
+// Istio's generateVirtualHostDomains (pilot/pkg/networking/core/
+// httproute.go) adds "*.<domain>" for them: the per-pod names of a
+// StatefulSet.
 func Domains(svc *model.Service, port int, o Options) []string {
 	h := svc.Hostname
 	out := []string{h, h + "."}
@@ -169,6 +200,11 @@ func Domains(svc *model.Service, port int, o Options) []string {
 		} else {
 			// Istio's order for services of other namespaces
 			out = append(out, nameNS, nameNS+".svc")
+		}
+	}
+	if svc.Resolution == model.Passthrough && svc.Attributes.ServiceRegistry == model.Kubernetes {
+		for _, d := range out {
+			out = append(out, "*."+d)
 		}
 	}
 	// clusters in a fixed order: the map's would make the configuration,
@@ -305,6 +341,7 @@ func translateVirtualService(vs *config.Config, port int, o Options) []*routev3.
 		if len(matches) == 0 {
 			matches = []*networking.HTTPMatchRequest{nil}
 		}
+		catchAll := len(hr.Match) == 0
 		for _, m := range matches {
 			r := translateRoute(hr, m, port, vs, o)
 			if r == nil {
@@ -312,8 +349,14 @@ func translateVirtualService(vs *config.Config, port int, o Options) []*routev3.
 			}
 			r.Metadata = configMetadata(vs)
 			out = append(out, r)
+			if isCatchAllRoute(r) {
+				// Istio's BuildHTTPRoutesForVirtualService stops here: no
+				// later match or route is ever reached
+				catchAll = true
+				break
+			}
 		}
-		if len(hr.Match) == 0 {
+		if catchAll {
 			break // a route without matches catches everything after it
 		}
 	}
@@ -326,15 +369,24 @@ func applicableMatches(ms []*networking.HTTPMatchRequest, port int, o Options) [
 		if m.Port != 0 && int(m.Port) != port {
 			continue
 		}
-		if !labelsMatch(m.SourceLabels, o.ProxyLabels) {
-			continue
-		}
-		if len(m.Gateways) > 0 && !contains(m.Gateways, o.Gateway) {
+		if len(m.Gateways) > 0 {
+			// a match naming gateways selects by them alone (Istio's
+			// sourceMatchHTTP)
+			if !contains(m.Gateways, o.Gateway) {
+				continue
+			}
+		} else if !sourceMatch(m, o.ProxyLabels, o.ProxyNamespace) {
 			continue
 		}
 		out = append(out, m)
 	}
 	return out
+}
+
+// sourceMatch tells a match without gateways that selects the proxy by
+// its labels and namespace.
+func sourceMatch(m *networking.HTTPMatchRequest, labels map[string]string, namespace string) bool {
+	return labelsMatch(m.SourceLabels, labels) && (m.SourceNamespace == "" || m.SourceNamespace == namespace)
 }
 
 func labelsMatch(want, have map[string]string) bool {

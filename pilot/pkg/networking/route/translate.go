@@ -18,18 +18,33 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // translateRoute builds one Envoy route for an HTTP route and one of its
-// matches (nil: match everything).
+// matches (nil: match everything), as Istio's TranslateRoute
+// (pilot/pkg/networking/core/route/route.go) does: the route is named
+// "<route>.<match>" when the match has a name, takes the match's stat
+// prefix, and every route, redirects and direct responses too, carries the
+// trace decorator GetRouteOperation names.
 func translateRoute(hr *networking.HTTPRoute, m *networking.HTTPMatchRequest, port int, vs *config.Config, o Options) *routev3.Route {
 	gw := GatewaySemantics(vs)
-	r := &routev3.Route{Name: hr.Name, Match: translateMatch(m, gw)}
+	name := hr.Name
+	if m != nil && m.Name != "" {
+		name += "." + m.Name
+	}
+	r := &routev3.Route{Name: name, Match: translateMatch(m, gw), StatPrefix: m.GetStatPrefix()}
 	switch {
 	case hr.Redirect != nil:
-		r.Action = &routev3.Route_Redirect{Redirect: redirect(hr.Redirect)}
+		ra, ok := redirect(hr.Redirect, port, o.IsTLS)
+		if !ok {
+			// a redirect code Envoy has no value for: Istio leaves the
+			// route without an action, which Envoy rejects; no route
+			// rather than a rejected configuration
+			return nil
+		}
+		r.Action = &routev3.Route_Redirect{Redirect: ra}
 	case hr.DirectResponse != nil:
 		dr := &routev3.DirectResponseAction{Status: hr.DirectResponse.Status}
 		if b := hr.DirectResponse.Body; b != nil {
@@ -43,10 +58,10 @@ func translateRoute(hr *networking.HTTPRoute, m *networking.HTTPMatchRequest, po
 	case len(hr.Route) > 0:
 		ra := routeAction(hr, port, vs, r.Match, o)
 		r.Action = &routev3.Route_Route{Route: ra}
-		r.Decorator = &routev3.Decorator{Operation: operation(r, vs.Name, port)}
 	default:
 		return nil
 	}
+	r.Decorator = &routev3.Decorator{Operation: operation(r, vs.Name, port)}
 	applyHeaders(r, hr.Headers)
 	if f := fault(hr.Fault); f != nil {
 		a := protoconv.MessageToAny(f)
@@ -62,23 +77,41 @@ func translateRoute(hr *networking.HTTPRoute, m *networking.HTTPMatchRequest, po
 	return r
 }
 
-// cors translates a CORS policy into the per-route CORS filter config.
+// cors translates a CORS policy into the per-route CORS filter config, as
+// Istio's TranslateCORSPolicy (pilot/pkg/networking/core/route/route.go)
+// does: the filter enabled explicitly for 100% of requests (the filter
+// config of the HTTP connection manager leaves it off), preflights that
+// match no origin forwarded unless unmatchedPreflights is IGNORE, the
+// deprecated allowOrigin list taken as exact origins when allowOrigins is
+// unset.
 func cors(c *networking.CorsPolicy) *corsv3.CorsPolicy {
 	if c == nil {
 		return nil
 	}
 	out := &corsv3.CorsPolicy{
-		AllowMethods:     strings.Join(c.AllowMethods, ","),
-		AllowHeaders:     strings.Join(c.AllowHeaders, ","),
-		ExposeHeaders:    strings.Join(c.ExposeHeaders, ","),
-		AllowCredentials: c.AllowCredentials,
+		AllowMethods:                 strings.Join(c.AllowMethods, ","),
+		AllowHeaders:                 strings.Join(c.AllowHeaders, ","),
+		ExposeHeaders:                strings.Join(c.ExposeHeaders, ","),
+		AllowCredentials:             c.AllowCredentials,
+		ForwardNotMatchingPreflights: wrapperspb.Bool(c.GetUnmatchedPreflights() != networking.CorsPolicy_IGNORE),
+		FilterEnabled: &core.RuntimeFractionalPercent{
+			DefaultValue: &typev3.FractionalPercent{Numerator: 100, Denominator: typev3.FractionalPercent_HUNDRED},
+		},
 	}
 	if c.MaxAge != nil {
-		out.MaxAge = strconv.FormatInt(int64(c.MaxAge.AsDuration().Seconds()), 10)
+		out.MaxAge = strconv.FormatInt(c.MaxAge.GetSeconds(), 10)
 	}
-	for _, o := range c.AllowOrigins {
-		if sm := stringMatcher(o); sm != nil {
-			out.AllowOriginStringMatch = append(out.AllowOriginStringMatch, sm)
+	switch {
+	case c.AllowOrigins != nil:
+		for _, o := range c.AllowOrigins {
+			if sm := stringMatcher(o); sm != nil {
+				out.AllowOriginStringMatch = append(out.AllowOriginStringMatch, sm)
+			}
+		}
+	case c.AllowOrigin != nil: //nolint:staticcheck // deprecated field still honoured, as Istio does
+		for _, o := range c.AllowOrigin { //nolint:staticcheck
+			out.AllowOriginStringMatch = append(out.AllowOriginStringMatch,
+				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: o}})
 		}
 	}
 	return out
@@ -336,16 +369,42 @@ func grpcCode(s string) uint32 {
 	return uint32(n)
 }
 
-func redirect(r *networking.HTTPRedirect) *routev3.RedirectAction {
+// redirect translates a redirect as Istio's ApplyRedirect
+// (pilot/pkg/networking/core/route/route.go) does: the path replaced
+// (an empty one too) unless the prefix is; a port taken from the route's
+// own port for derivePort FROM_REQUEST_PORT (the routes are built per
+// listening port), left out when it is the scheme's default (80 for http,
+// 443 for https; without a scheme, that of the listener: https when it
+// terminates TLS). ok is false for a redirect code Envoy has no value for.
+func redirect(r *networking.HTTPRedirect, port int, isTLS bool) (*routev3.RedirectAction, bool) {
 	ra := &routev3.RedirectAction{HostRedirect: r.Authority}
-	if r.Uri != "" {
+	if r.PrefixRewrite != "" {
+		ra.PathRewriteSpecifier = &routev3.RedirectAction_PrefixRewrite{PrefixRewrite: r.PrefixRewrite}
+	} else {
 		ra.PathRewriteSpecifier = &routev3.RedirectAction_PathRedirect{PathRedirect: r.Uri}
 	}
 	if r.Scheme != "" {
 		ra.SchemeRewriteSpecifier = &routev3.RedirectAction_SchemeRedirect{SchemeRedirect: r.Scheme}
 	}
-	if p := r.GetPort(); p != 0 {
-		ra.PortRedirect = p
+	if r.RedirectPort != nil {
+		switch p := r.RedirectPort.(type) {
+		case *networking.HTTPRedirect_DerivePort:
+			if p.DerivePort == networking.HTTPRedirect_FROM_REQUEST_PORT {
+				ra.PortRedirect = uint32(port)
+			}
+		case *networking.HTTPRedirect_Port:
+			ra.PortRedirect = p.Port
+		}
+		scheme := r.Scheme
+		if scheme == "" {
+			scheme = "http"
+			if isTLS {
+				scheme = "https"
+			}
+		}
+		if (ra.PortRedirect == 80 && scheme == "http") || (ra.PortRedirect == 443 && scheme == "https") {
+			ra.PortRedirect = 0
+		}
 	}
 	switch r.RedirectCode {
 	case 0, 301:
@@ -358,8 +417,10 @@ func redirect(r *networking.HTTPRedirect) *routev3.RedirectAction {
 		ra.ResponseCode = routev3.RedirectAction_TEMPORARY_REDIRECT
 	case 308:
 		ra.ResponseCode = routev3.RedirectAction_PERMANENT_REDIRECT
+	default:
+		return nil, false
 	}
-	return ra
+	return ra, true
 }
 
 func applyHeaders(r *routev3.Route, h *networking.Headers) {

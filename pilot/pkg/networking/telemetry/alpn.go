@@ -4,7 +4,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	alpn "istio.io/api/envoy/config/filter/http/alpn/v2alpha1"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // ALPNName is Istio's ALPN override HTTP filter.

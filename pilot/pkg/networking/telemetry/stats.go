@@ -12,7 +12,7 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	tpb "istio.io/api/telemetry/v1alpha1"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // StatsFilterName is Istio's stats filter (HTTP and network).

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"istio.io/api/security/v1beta1"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // JwtFilterName is the name of Envoy's JWT authentication HTTP filter.

@@ -9,7 +9,7 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // SDS names of the Istio agent: the workload certificate, the mesh root,

@@ -10,8 +10,8 @@ import (
 	rbactcp "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	authzpb "istio.io/api/security/v1beta1"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // Builder translates AuthorizationPolicies with fixed [Options]: the mesh's

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // The ext_authz filters of the mesh's envoyExtAuthzGrpc and

@@ -175,3 +175,22 @@ func (c *Controller) Conflicts() []diag.Problem {
 	}
 	return out
 }
+
+// GetProxyWorkloadLabels asks the registries of the proxy's cluster (all,
+// when it names none), in order, for its workload's labels: the first that
+// knows the workload answers.
+func (c *Controller) GetProxyWorkloadLabels(proxy *model.Proxy) map[string]string {
+	cluster := proxy.ClusterID()
+	for _, r := range c.registries {
+		l, ok := r.(model.WorkloadLabeler)
+		if !ok || (cluster != "" && cluster != r.Cluster()) {
+			continue
+		}
+		if labels := l.GetProxyWorkloadLabels(proxy); labels != nil {
+			return labels
+		}
+	}
+	return nil
+}
+
+var _ model.WorkloadLabeler = (*Controller)(nil)

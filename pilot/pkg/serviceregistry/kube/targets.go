@@ -94,3 +94,23 @@ func subset(small, big map[string]string) bool {
 	}
 	return true
 }
+
+// GetProxyWorkloadLabels returns the labels of the proxy's pod, found by
+// the name and namespace of its node ID (pod.namespace, when the namespace
+// is the one its metadata names), with the topology labels of the pod's
+// cluster, locality, node and network; nil when there is no such pod. As
+// in Istio, a pod is not looked up by IP (ENABLE_PROXY_FIND_POD_BY_IP is
+// off by default there).
+func (c *Controller) GetProxyWorkloadLabels(proxy *model.Proxy) map[string]string {
+	name, ns, ok := strings.Cut(proxy.ID, ".")
+	if !ok || proxy.Metadata == nil || proxy.Metadata.Namespace != ns {
+		return nil
+	}
+	w := c.workloads.GetKey(ns + "/" + name)
+	if w == nil || w.Endpoint == nil {
+		return nil
+	}
+	return w.Endpoint.Labels
+}
+
+var _ model.WorkloadLabeler = (*Controller)(nil)

@@ -32,3 +32,30 @@ func (c *Controller) GetProxyServiceTargets(q *model.ProxyQuery) []model.Service
 	}
 	return out
 }
+
+// GetProxyWorkloadLabels returns the labels of the workload entry with one
+// of the proxy's IPs (of its namespace, when it names one), topology labels
+// included; nil when there is none.
+func (c *Controller) GetProxyWorkloadLabels(proxy *model.Proxy) map[string]string {
+	ns := ""
+	if proxy.Metadata != nil {
+		ns = proxy.Metadata.Namespace
+	}
+	for _, ip := range proxy.IPAddresses {
+		for _, info := range c.byAddress.Lookup(ip) {
+			for _, svc := range info.services {
+				if ns != "" && svc.Attributes.Namespace != ns {
+					continue
+				}
+				for _, ep := range info.endpoints[svc.Hostname] {
+					if ep.FirstAddress() == ip {
+						return ep.Labels
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+var _ model.WorkloadLabeler = (*Controller)(nil)

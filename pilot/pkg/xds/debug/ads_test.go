@@ -50,8 +50,14 @@ func TestAdszAndSyncz(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := xdstest.Next(t, c)
-	if body := get("/debug/syncz"); !strings.Contains(body, `"status": "STALE"`) {
-		t.Errorf("syncz before ACK: %s", body)
+	// the server records what it sent once its send returns, which may be
+	// after the client has the response
+	stale := time.Now().Add(xdstest.Timeout)
+	for body := get("/debug/syncz"); !strings.Contains(body, `"status": "STALE"`); body = get("/debug/syncz") {
+		if time.Now().After(stale) {
+			t.Fatalf("syncz before ACK: %s", body)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if err := c.ACK(r); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -126,7 +127,8 @@ func (d *Debug) add(name, help string, h http.HandlerFunc) {
 }
 
 // Install mounts the endpoints under /debug/ on mux. Loopback callers are
-// always served; others must authenticate (see Options.Authenticate).
+// always served (but 127.0.0.6, Envoy's passthrough source: see
+// fromLoopback); others must authenticate (see Options.Authenticate).
 func (d *Debug) Install(mux *http.ServeMux) {
 	mux.Handle("/debug", d.guard("", http.HandlerFunc(d.index)))
 	mux.Handle("/debug/", d.guard("", http.HandlerFunc(d.index)))
@@ -174,10 +176,33 @@ func (d *Debug) guard(name string, h http.Handler) http.Handler {
 	})
 }
 
+// envoyPassthroughSource is the source address Envoy gives inbound traffic
+// it passes through to the application (the sidecar's inbound passthrough
+// clusters bind upstream connections to it; its IPv6 twin ::6 is no
+// loopback address). A request from it arrived at the pod from elsewhere,
+// so it is not local.
+var envoyPassthroughSource = netip.AddrFrom4([4]byte{127, 0, 0, 6})
+
+// fromLoopback tells whether the TCP peer of r is on this host: any
+// loopback address (127.0.0.0/8, ::1, and IPv4-mapped forms) except
+// 127.0.0.6. Only the connection's peer counts, never a forwarding header
+// (X-Forwarded-For, Forwarded), which the caller writes.
+//
+// Istio 1.31 trusts the whole of 127.0.0.0/8 (isRequestFromLocalhost in
+// pilot/pkg/xds/debug.go). If istiod runs beside a sidecar, every inbound
+// request Envoy passes through reaches it from 127.0.0.6, so any caller
+// that reaches the pod would be local there; here it must authenticate.
 func fromLoopback(r *http.Request) bool {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	ip := net.ParseIP(host)
-	return err == nil && ip != nil && ip.IsLoopback()
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	return ip.IsLoopback() && ip != envoyPassthroughSource
 }
 
 func (d *Debug) names() []string {

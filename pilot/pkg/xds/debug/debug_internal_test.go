@@ -18,6 +18,7 @@ func TestDebugOnlyForLoopback(t *testing.T) {
 	}{
 		{"127.0.0.1:5555", 200},
 		{"[::1]:5555", 200},
+		{"127.0.0.6:5555", 403}, // Envoy's passthrough source is not local
 		{"10.1.2.3:5555", 403},
 		{"garbage", 403},
 	} {

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
+	"github.com/meshplane/istiod/tests/refmesh"
 
 	"github.com/meshplane/istiod/pilot/pkg/xds/debug"
 )

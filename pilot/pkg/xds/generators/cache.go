@@ -59,18 +59,37 @@ type cacheBuild struct {
 // configuration of a large mesh is megabytes of them), and after a push the
 // proxies of every scope miss at once: without a bound the live heap of a
 // push is that of every scope's build together, and the garbage collector's
-// goal, and with it the resident memory, follows that peak.
-var buildSlots = make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
+// goal, and with it the resident memory, follows that peak. One set of
+// generators owns one (all its caches share it); the zero value is ready,
+// and nil bounds nothing.
+type buildSlots struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (b *buildSlots) acquire() {
+	if b == nil {
+		return
+	}
+	b.once.Do(func() { b.ch = make(chan struct{}, max(runtime.GOMAXPROCS(0), 1)) })
+	b.ch <- struct{}{}
+}
+
+func (b *buildSlots) release() {
+	if b != nil {
+		<-b.ch
+	}
+}
 
 // get returns the resources cached for key at version under push, building
-// them on a miss. The returned value is shared: callers must not modify it.
-func (c *snapshotCache[K]) get(push *model.PushContext, key K, version uint64, build func() xds.Generated) xds.Generated {
-	return c.getCarried(push, key, version, nil, build)
+// them on a miss (within slots). The returned value is shared: callers must not modify it.
+func (c *snapshotCache[K]) get(slots *buildSlots, push *model.PushContext, key K, version uint64, build func() xds.Generated) xds.Generated {
+	return c.getCarried(slots, push, key, version, nil, build)
 }
 
 // getCarried is get for a cache whose entries a newer snapshot may take
 // over from the one before when carry says so (nil: never).
-func (c *snapshotCache[K]) getCarried(push *model.PushContext, key K, version uint64, carry carryFunc, build func() xds.Generated) xds.Generated {
+func (c *snapshotCache[K]) getCarried(slots *buildSlots, push *model.PushContext, key K, version uint64, carry carryFunc, build func() xds.Generated) xds.Generated {
 	seq := push.Seq()
 	c.mu.Lock()
 	switch {
@@ -106,9 +125,9 @@ func (c *snapshotCache[K]) getCarried(push *model.PushContext, key K, version ui
 	c.building[key] = b
 	c.mu.Unlock()
 	defer close(b.done) // also if build panics: waiters get an empty answer, not a hang
-	buildSlots <- struct{}{}
+	slots.acquire()
 	b.res = func() xds.Generated {
-		defer func() { <-buildSlots }()
+		defer slots.release()
 		return build()
 	}()
 	c.mu.Lock()

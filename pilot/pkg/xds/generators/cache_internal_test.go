@@ -1,6 +1,7 @@
 package generators
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,17 +25,17 @@ func TestCacheBelongsToTheNewestSnapshot(t *testing.T) {
 			return xds.Generated{Resources: []*discovery.Resource{{Name: name}}}
 		}
 	}
-	c.get(newer, "k", 0, build("new"))
-	if got := c.get(old, "k", 0, build("old")); got.Resources[0].Name != "old" {
+	c.get(nil, newer, "k", 0, build("new"))
+	if got := c.get(nil, old, "k", 0, build("old")); got.Resources[0].Name != "old" {
 		t.Errorf("an older snapshot read the newer one's entry: %v", got.Resources)
 	}
-	if got := c.get(newer, "k", 0, build("new-again")); got.Resources[0].Name != "new" || builds != 2 {
+	if got := c.get(nil, newer, "k", 0, build("new-again")); got.Resources[0].Name != "new" || builds != 2 {
 		t.Errorf("the newer snapshot's entry was lost to an older snapshot (builds %d, got %v)", builds, got.Resources)
 	}
 	// versions: a different one misses, an older build never replaces a newer one
-	c.get(newer, "v", 2, build("v2"))
-	c.get(newer, "v", 1, build("v1"))
-	if got := c.get(newer, "v", 2, build("v2-again")); got.Resources[0].Name != "v2" {
+	c.get(nil, newer, "v", 2, build("v2"))
+	c.get(nil, newer, "v", 1, build("v1"))
+	if got := c.get(nil, newer, "v", 2, build("v2-again")); got.Resources[0].Name != "v2" {
 		t.Errorf("version 2 entry replaced by an older build: %v", got.Resources)
 	}
 }
@@ -55,7 +56,7 @@ func TestCacheBuildsOnceForConcurrentMisses(t *testing.T) {
 	const callers = 8
 	results := make(chan xds.Generated, callers)
 	for i := 0; i < callers; i++ {
-		go func() { results <- c.get(push, "k", 0, build) }()
+		go func() { results <- c.get(nil, push, "k", 0, build) }()
 	}
 	// a second build would start within microseconds; give it ample time
 	deadline := time.Now().Add(200 * time.Millisecond)
@@ -84,6 +85,7 @@ func TestCacheBuildsOnceForConcurrentMisses(t *testing.T) {
 func TestCacheBuildsBoundedByCores(t *testing.T) {
 	push := model.NewPushContext()
 	var c snapshotCache[int]
+	var slots buildSlots
 	var running, most atomic.Int32
 	build := func() xds.Generated {
 		n := running.Add(1)
@@ -101,14 +103,34 @@ func TestCacheBuildsBoundedByCores(t *testing.T) {
 	done := make(chan struct{}, callers)
 	for i := range callers {
 		go func() {
-			c.get(push, i, 0, build)
+			c.get(&slots, push, i, 0, build)
 			done <- struct{}{}
 		}()
 	}
 	for range callers {
 		<-done
 	}
-	if m := most.Load(); m > int32(cap(buildSlots)) || m < 1 {
-		t.Errorf("%d builds ran at once, the bound is %d", m, cap(buildSlots))
+	if m := most.Load(); m > int32(cap(slots.ch)) || m < 1 {
+		t.Errorf("%d builds ran at once, the bound is %d", m, cap(slots.ch))
+	}
+}
+
+// Each set of generators has its own bound: the builds of one (another
+// server in the same process) never wait for another's.
+func TestBuildSlotsOwnedByGenerators(t *testing.T) {
+	var a, b SidecarGenerators
+	for range runtime.GOMAXPROCS(0) {
+		a.slots.acquire() // a's every slot held
+	}
+	got := make(chan struct{})
+	go func() {
+		b.slots.acquire()
+		close(got)
+	}()
+	select {
+	case <-got:
+		b.slots.release()
+	case <-time.After(10 * time.Second):
+		t.Fatal("a build of one set of generators waited for another's slots")
 	}
 }

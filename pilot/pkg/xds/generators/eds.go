@@ -34,7 +34,7 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 		}
 		svc := push.ServiceForHostname(proxy, host)
 		if svc == nil {
-			out.Append(toResources(xds.EndpointType, []*loadAssignment{endpoint.Build(name, nil, endpoint.Options{})}, clusterNameOf))
+			out.Append(toResources(g.enc, xds.EndpointType, []*loadAssignment{endpoint.Build(name, nil, endpoint.Options{})}, clusterNameOf))
 			continue
 		}
 		p, ok := svc.Ports.GetByPort(port)
@@ -49,9 +49,9 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 		}
 		dr := destinationRule(push, proxy, svc)
 		key := edsKey{cluster: name, svc: svc, rule: dr, network: proxyNetwork(proxy), locality: proxy.Locality}
-		out.Append(g.eds.get(push, key, version, func() xds.Generated {
+		out.Append(g.eds.get(&g.slots, push, key, version, func() xds.Generated {
 			la := loadAssignmentFor(push, proxy, dr.Rule(), svc, p, subset, name, eps)
-			return toResources(xds.EndpointType, []*loadAssignment{la}, clusterNameOf)
+			return toResources(g.enc, xds.EndpointType, []*loadAssignment{la}, clusterNameOf)
 		}))
 	}
 	return out, nil

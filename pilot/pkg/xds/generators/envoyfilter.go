@@ -95,7 +95,7 @@ func (g *SidecarGenerators) addedListeners(push *model.PushContext, _ *model.Pro
 	}
 	ls, problems := envoyfilter.AddedListeners(ps, exists(have))
 	g.efLog.record(push.Seq(), problems)
-	return toResources(xds.ListenerType, ls, listenerName)
+	return toResources(g.enc, xds.ListenerType, ls, listenerName)
 }
 
 // addedClusters are the clusters EnvoyFilter ADD patches create.
@@ -105,7 +105,7 @@ func (g *SidecarGenerators) addedClusters(push *model.PushContext, _ *model.Prox
 	}
 	cs, problems := envoyfilter.AddedClusters(ps, exists(have))
 	g.efLog.record(push.Seq(), problems)
-	return toResources(xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
+	return toResources(g.enc, xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 }
 
 // EnvoyFilterProblems returns a /debug/warningz provider: EnvoyFilter

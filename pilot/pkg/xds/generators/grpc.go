@@ -24,10 +24,10 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
 	"github.com/meshplane/istiod/pilot/pkg/networking/listener"
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // GRPCGenerator is the node metadata GENERATOR of proxyless gRPC clients.
@@ -38,6 +38,7 @@ const GRPCGenerator = "grpc"
 // (outbound|<port>||<host>), and the clusters and endpoints the client asks
 // for by name, in the shape grpc-go accepts (no sidecar-only fields).
 func (g *SidecarGenerators) RegisterGRPC(s *xds.DiscoveryServer) {
+	g.enc = s.Encodings()
 	s.RegisterGeneratorFor(GRPCGenerator, xds.ListenerType, xds.GeneratorFunc(g.grpcListeners))
 	s.RegisterGeneratorFor(GRPCGenerator, xds.RouteType, xds.GeneratorFunc(g.grpcRoutes))
 	s.RegisterGeneratorFor(GRPCGenerator, xds.ClusterType, xds.GeneratorFunc(g.grpcClusters))
@@ -135,7 +136,7 @@ func (g *SidecarGenerators) grpcListeners(proxy *model.Proxy, w *xds.WatchedReso
 			ApiListener: &listenerv3.ApiListener{ApiListener: protoconv.MessageToAny(m)},
 		})
 	}
-	return toResources(xds.ListenerType, out, func(l *listenerCfg) string { return l.Name }), nil
+	return toResources(g.enc, xds.ListenerType, out, func(l *listenerCfg) string { return l.Name }), nil
 }
 
 // GRPCServerListenerPrefix starts the names under which proxyless gRPC
@@ -480,7 +481,7 @@ func (g *SidecarGenerators) grpcRoutes(proxy *model.Proxy, w *xds.WatchedResourc
 		}
 		out = append(out, &routev3.RouteConfiguration{Name: name, VirtualHosts: []*routev3.VirtualHost{vh}})
 	}
-	return toResources(xds.RouteType, out, func(r *routeCfg) string { return r.Name }), nil
+	return toResources(g.enc, xds.RouteType, out, func(r *routeCfg) string { return r.Name }), nil
 }
 
 // withPorts adds "<domain>:<port>" after each domain, as clients dial with
@@ -526,7 +527,7 @@ func (g *SidecarGenerators) grpcClusters(proxy *model.Proxy, w *xds.WatchedResou
 			out = append(out, c)
 		}
 	}
-	return toResources(xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }), nil
+	return toResources(g.enc, xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }), nil
 }
 
 // grpcCluster builds one requested outbound cluster, or nil when its

@@ -30,11 +30,11 @@ type validated interface {
 	ValidateAll() error
 }
 
-// toResources wraps generated messages. A message that fails its own
+// toResources wraps generated messages, their encodings kept in enc. A message that fails its own
 // validation is logged, counted and held (see xds.Generated): the proxy
 // keeps its last valid copy, and /debug/warningz lists it for as long as a
 // connected proxy does.
-func toResources[T validated](typeURL string, msgs []T, name func(T) string) xds.Generated {
+func toResources[T validated](enc *xds.Encodings, typeURL string, msgs []T, name func(T) string) xds.Generated {
 	out := xds.Generated{Resources: make([]*discovery.Resource, 0, len(msgs))}
 	for _, m := range msgs {
 		if err := m.ValidateAll(); err != nil {
@@ -55,7 +55,7 @@ func toResources[T validated](typeURL string, msgs []T, name func(T) string) xds
 		// the version and the resource's encoding are made once here,
 		// where cached resources are built, rather than per connection
 		// that sends them
-		out.Resources = append(out.Resources, xds.NewResource(typeURL, name(m), b))
+		out.Resources = append(out.Resources, enc.NewResource(typeURL, name(m), b))
 	}
 	return out
 }

@@ -15,8 +15,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/meshplane/istiod/pilot/pkg/networking/protoconv"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
+	"github.com/meshplane/istiod/pkg/protoconv"
 )
 
 // A resource that fails validation is held (not sent, named with the
@@ -26,7 +26,7 @@ func TestInvalidResourcesAreHeld(t *testing.T) {
 	bad := &clusterv3.Cluster{Name: "outbound|80||a.ns.svc.cluster.local", ConnectTimeout: nil,
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}, LbPolicy: clusterv3.Cluster_LbPolicy(99)}
 	good := &clusterv3.Cluster{Name: "outbound|80||b.ns.svc.cluster.local"}
-	out := toResources(xds.ClusterType, []*clusterv3.Cluster{bad, good}, func(c *clusterv3.Cluster) string { return c.Name })
+	out := toResources(nil, xds.ClusterType, []*clusterv3.Cluster{bad, good}, func(c *clusterv3.Cluster) string { return c.Name })
 	if len(out.Resources) != 1 || out.Resources[0].Name != good.Name {
 		t.Fatalf("sent %v", out.Resources)
 	}
@@ -57,7 +57,7 @@ func TestInvalidRegexIsHeld(t *testing.T) {
 	good := proto.Clone(bad).(*routev3.RouteConfiguration)
 	good.Name = "9090"
 	good.VirtualHosts[0].Routes[0].Match.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "a(b)"}}
-	out := toResources(xds.RouteType, []*routev3.RouteConfiguration{bad, good}, func(r *routev3.RouteConfiguration) string { return r.Name })
+	out := toResources(nil, xds.RouteType, []*routev3.RouteConfiguration{bad, good}, func(r *routev3.RouteConfiguration) string { return r.Name })
 	if len(out.Resources) != 1 || out.Resources[0].Name != "9090" {
 		t.Fatalf("sent %v", out.Resources)
 	}
@@ -72,7 +72,7 @@ func TestInvalidRegexIsHeld(t *testing.T) {
 	l := &listenerv3.Listener{Name: "l", Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{Address: "0.0.0.0", PortSpecifier: &core.SocketAddress_PortValue{PortValue: 1}}}},
 		FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{{Name: "envoy.filters.network.rbac",
 			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: protoconv.MessageToAny(&rbacnet.RBAC{StatPrefix: "tcp.", Rules: rbac.Rules})}}}}}}
-	if out := toResources(xds.ListenerType, []*listenerv3.Listener{l}, func(l *listenerv3.Listener) string { return l.Name }); len(out.Held) != 1 {
+	if out := toResources(nil, xds.ListenerType, []*listenerv3.Listener{l}, func(l *listenerv3.Listener) string { return l.Name }); len(out.Held) != 1 {
 		t.Errorf("a bad regex inside a typed config was sent: %+v", out)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
-	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
+	"github.com/meshplane/istiod/tests/refmesh"
 )
 
 // policyProxy is a sidecar of ../shared/reference/policy (its README lists

@@ -11,8 +11,8 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
-	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
 	"github.com/meshplane/istiod/tests/golden"
+	"github.com/meshplane/istiod/tests/refmesh"
 )
 
 // referenceProxy is the sidecar whose configuration Istio's answer holds.

@@ -59,21 +59,21 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 		// endpoints (auto mTLS, service accounts), as for sidecars.
 		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: "router|" + svc.Key() + "|" + mode.String() + sdsSocketsKey(proxy), patches: ps.Key()}
 		version := g.endpointsVersion(svc)
-		res.Append(g.cache.get(push, key, version, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
+		res.Append(g.cache.get(&g.slots, push, key, version, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
 		if coveredBy(svc.Hostname, auto) {
 			key.name = "sni-dnat|" + svc.Key() + "|" + mode.String()
-			res.Append(g.cache.get(push, key, version, func() xds.Generated {
+			res.Append(g.cache.get(&g.slots, push, key, version, func() xds.Generated {
 				opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), Endpoints: func(p *model.Port) []*model.IstioEndpoint {
 					eps, _ := g.orderedEndpoints(svc)
 					return portEndpoints(eps, p)
 				}, IPMode: mode, DualStack: g.DualStack, IPv4ForIPv6: g.IPv4OutboundForIPv6, RedisMaglev: g.ProtocolFilters.Redis}
 				cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildSNIDNAT(svc, opts))
-				return toResources(xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
+				return toResources(g.enc, xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 			}))
 		}
 	}
 	bh := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, []*clusterCfg{cluster.BuildBlackHole(push.Mesh)})
-	res.Append(toResources(xds.ClusterType, bh, func(c *clusterCfg) string { return c.Name }))
+	res.Append(toResources(g.enc, xds.ClusterType, bh, func(c *clusterCfg) string { return c.Name }))
 	res.Append(g.addedClusters(push, proxy, ps, res))
 	return res
 }
@@ -88,7 +88,7 @@ func (g *SidecarGenerators) routerListeners(proxy *model.Proxy, push *model.Push
 	opts := g.gatewayListenerOptions(proxy, push, &left)
 	ls := g.patchListeners(push, proxy, g.ef.Patches(push, proxy), envoyfilter.PatchContext{}, listener.BuildGateway(opts))
 	recordGatewayProblems(push, proxy, opts.Merged, left)
-	out := toResources(xds.ListenerType, ls, listenerName)
+	out := toResources(g.enc, xds.ListenerType, ls, listenerName)
 	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
 	return out
 }
@@ -134,7 +134,7 @@ func (g *SidecarGenerators) routerRoutes(proxy *model.Proxy, push *model.PushCon
 		out = append(out, route.BuildGatewayRouteConfiguration(n, m, opts))
 	}
 	out = g.patchRoutes(push, proxy, ps, envoyfilter.PatchContext{GatewayPorts: envoyfilter.GatewayPorts(m.ByRouteName)}, out)
-	return toResources(xds.RouteType, out, func(r *routeCfg) string { return r.Name })
+	return toResources(g.enc, xds.RouteType, out, func(r *routeCfg) string { return r.Name })
 }
 
 // virtualServicesFor returns, per gateway, the VirtualServices bound to it

@@ -55,6 +55,9 @@ type vhostKey struct {
 	// ports a VirtualService sends to), made afresh with each scope.
 	hostname, domains string
 	port              int
+	// hostOnly: a VirtualService host without a service (see
+	// route.ServiceRoutes)
+	hostOnly bool
 	// hasVS tells a VirtualService applies (even one without HTTP routes
 	// for the port: the host then has none, not the default route); vs is
 	// its spec, immutable and held by the key so the pointer stays unique,
@@ -141,11 +144,14 @@ func recording(base route.Options, l vhostLookups, d *vhostDeps) route.Options {
 }
 
 // vhostEntry is a built virtual host: its deterministic encoding, or why
-// it cannot be sent (failed validation or encoding).
+// it cannot be sent (failed validation or encoding); none when there is
+// no virtual host (a HostOnly host whose VirtualService leaves no route
+// for the port).
 type vhostEntry struct {
 	deps vhostDeps
 	enc  []byte
 	err  error
+	none bool
 }
 
 // vhostCache holds the encoded virtual hosts of sidecar route
@@ -231,7 +237,11 @@ func (c *vhostCache) get(push *model.PushContext, sr route.ServiceRoutes, port i
 		return c.build(build)
 	}
 	domains, current := c.domains[dk]
-	if !current {
+	if sr.HostOnly {
+		// one name, and the service is made afresh for each build: not
+		// worth memoising by its pointer
+		domains, current = strings.ToLower(sr.Service.Hostname), true
+	} else if !current {
 		var known bool
 		if domains, known = c.prevDomains[dk]; !known {
 			c.mu.Unlock()
@@ -239,7 +249,7 @@ func (c *vhostCache) get(push *model.PushContext, sr route.ServiceRoutes, port i
 			c.mu.Lock()
 		}
 	}
-	if !current && c.seq == seq {
+	if !current && !sr.HostOnly && c.seq == seq {
 		c.domains[dk] = domains
 	}
 	key := virtualHostKey(sr, port, o, domains)
@@ -381,7 +391,11 @@ func (g *SidecarGenerators) assembledRoutes(push *model.PushContext, proxy *mode
 		h, ok := last[sr.Service.Hostname]
 		if !ok || h.svc != sr.Service || h.vs != vs || !h.e.deps.holdFor(l) {
 			h = assembledHost{svc: sr.Service, vs: vs, e: g.vhosts.get(push, sr, port, opts, l, func(d *vhostDeps) *vhostEntry {
-				enc, err := encodeChecked(route.BuildVirtualHost(sr, port, recording(opts, l, d)))
+				vh := route.BuildVirtualHost(sr, port, recording(opts, l, d))
+				if vh == nil {
+					return &vhostEntry{none: true}
+				}
+				enc, err := encodeChecked(vh)
 				return &vhostEntry{enc: enc, err: err}
 			})}
 		}
@@ -391,6 +405,9 @@ func (g *SidecarGenerators) assembledRoutes(push *model.PushContext, proxy *mode
 		}
 		if _, dup := took[sr.Service.Hostname]; !dup {
 			took[sr.Service.Hostname] = h
+		}
+		if e.none {
+			continue
 		}
 		hosts = append(hosts, e.enc)
 		size += protowire.SizeTag(2) + protowire.SizeBytes(len(e.enc))
@@ -405,17 +422,17 @@ func (g *SidecarGenerators) assembledRoutes(push *model.PushContext, proxy *mode
 	}
 	b = append(b, tail...)
 	g.vhosts.remember(push, key, took)
-	return xds.Generated{Resources: []*discovery.Resource{xds.NewResource(xds.RouteType, name, b)}}, true
+	return xds.Generated{Resources: []*discovery.Resource{g.enc.NewResource(xds.RouteType, name, b)}}, true
 }
 
 // virtualHostKey keys the virtual host of one service on the port.
 func virtualHostKey(sr route.ServiceRoutes, port int, o route.Options, domains string) vhostKey {
-	k := vhostKey{hostname: sr.Service.Hostname, domains: domains, port: port,
+	k := vhostKey{hostname: sr.Service.Hostname, domains: domains, port: port, hostOnly: sr.HostOnly,
 		gateway: o.Gateway, meshRetry: o.MeshRetry}
 	if vs := sr.VirtualService; vs != nil {
 		k.hasVS = true
 		k.vs = identityOf(vs)
-		k.sourceLabels = route.SourceLabelsKey(k.vs.spec, o.ProxyLabels)
+		k.sourceLabels = route.SourceLabelsKey(k.vs.spec, o.ProxyLabels, o.ProxyNamespace)
 	}
 	return k
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
-	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
+	"github.com/meshplane/istiod/tests/refmesh"
 )
 
 // proxyOf is the proxy a node ID and metadata make, as the server makes it.

@@ -20,6 +20,7 @@ type CredentialSource interface {
 // credentialName of Gateway servers and of DestinationRules, served over
 // ADS.
 func (g *SidecarGenerators) RegisterSDS(s *xds.DiscoveryServer) {
+	g.enc = s.Encodings()
 	s.RegisterGenerator(xds.SecretType, xds.GeneratorFunc(g.secrets))
 }
 
@@ -64,7 +65,7 @@ func (g *SidecarGenerators) secrets(proxy *model.Proxy, w *xds.WatchedResource, 
 		}
 		secrets = append(secrets, secretResource(name, ci))
 	}
-	return toResources(xds.SecretType, secrets, func(s *tlsv3.Secret) string { return s.Name }), nil
+	return toResources(g.enc, xds.SecretType, secrets, func(s *tlsv3.Secret) string { return s.Name }), nil
 }
 
 // secretResource is the SDS form of a certificate or CA.

@@ -74,6 +74,12 @@ type SidecarGenerators struct {
 	vhosts     vhostCache
 	fullRoutes bool
 
+	// slots bound the builds of all the caches above at once
+	slots buildSlots
+	// enc keeps the encodings of the resources made for the server the
+	// generators are registered on (nil: none kept)
+	enc *xds.Encodings
+
 	sec   atomic.Pointer[snapshotSecurity]
 	rl    atomic.Pointer[routeLabels]
 	ef    envoyfilter.Compiler
@@ -82,6 +88,7 @@ type SidecarGenerators struct {
 
 // Register installs the sidecar generators as the defaults.
 func (g *SidecarGenerators) Register(s *xds.DiscoveryServer) {
+	g.enc = s.Encodings()
 	s.RegisterGenerator(xds.ClusterType, xds.GeneratorFunc(g.clusters))
 	s.RegisterGenerator(xds.EndpointType, xds.GeneratorFunc(g.endpoints))
 	s.RegisterGenerator(xds.ListenerType, xds.GeneratorFunc(g.listeners))
@@ -177,7 +184,7 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		// the endpoint index version
 		dr := destinationRule(push, proxy, svc)
 		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key() + "|" + proxy.IPMode().String() + sdsSocketsKey(proxy), patches: ps.Key()}
-		res.Append(g.clusterCache.getCarried(push, key, g.endpointsVersion(svc), carryClusters, func() xds.Generated {
+		res.Append(g.clusterCache.getCarried(&g.slots, push, key, g.endpointsVersion(svc), carryClusters, func() xds.Generated {
 			return g.outboundClusters(push, proxy, svc, dr, ps)
 		}))
 	}
@@ -210,7 +217,7 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		out = append(out, c)
 	}
 	out = g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true, InboundClusterHosts: inboundHosts}, out)
-	res.Append(toResources(xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }))
+	res.Append(toResources(g.enc, xds.ClusterType, out, func(c *clusterCfg) string { return c.Name }))
 	res.Append(g.addedClusters(push, proxy, ps, res))
 	return res, nil
 }
@@ -301,7 +308,7 @@ func (g *SidecarGenerators) outboundClusters(push *model.PushContext, proxy *mod
 		}}
 	opts.CredentialSocket, opts.FileCredentialSocket = sdsSockets(proxy)
 	cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildOutbound(svc, opts))
-	return toResources(xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
+	return toResources(g.enc, xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 }
 
 // allowAny tells whether the proxy may reach unknown destinations: its
@@ -420,12 +427,12 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 			key.name += "," + string(r.GetTypedConfig().GetValue())
 		}
 	}
-	outbound := g.listenerCache.getCarried(push, key, 0, carryListeners, func() xds.Generated {
+	outbound := g.listenerCache.getCarried(&g.slots, push, key, 0, carryListeners, func() xds.Generated {
 		ls := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, listener.BuildOutbound(listenerServices(push.SidecarScope(proxy)), opts))
-		return toResources(xds.ListenerType, ls, listenerName)
+		return toResources(g.enc, xds.ListenerType, ls, listenerName)
 	})
 	inbound := g.patchListeners(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, withoutNames(push, proxy, listener.BuildInboundListeners(opts), outbound))
-	out := toResources(xds.ListenerType, inbound, listenerName)
+	out := toResources(g.enc, xds.ListenerType, inbound, listenerName)
 	out.Append(outbound)
 	out.Append(g.addedListeners(push, proxy, ps, out))
 	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
@@ -510,12 +517,13 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 			continue
 		}
 		key := cacheKey{typeURL: xds.RouteType, namespace: scope, name: n, patches: ps.Key()}
-		out.Append(g.cache.get(push, key, 0, func() xds.Generated {
+		out.Append(g.cache.get(&g.slots, push, key, 0, func() xds.Generated {
 			opts := sidecarRouteOptions(push, proxy)
 			from := egressListenerForRoutes(push.SidecarScope(proxy), port, n)
 			var rc *routeCfg
 			switch {
 			case host != "":
+				opts.LookupService = nil // see onePortLookup
 				rc = sniffedRoutes(n, host, port, from, vsByHostFor(push, proxy), opts)
 			case port == 0 || isHTTPProxy(from):
 				rc = portlessRoutes(n, from, vsByHostFor(push, proxy), opts)
@@ -523,21 +531,32 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 				if byPort == nil {
 					byPort = routesByPort(push, proxy)
 				}
+				opts.LookupService = nil // see onePortLookup
+				srs := append(append([]route.ServiceRoutes(nil), byPort[port]...), virtualServiceOnlyHosts(from, port)...)
 				if ps.Empty() && !g.fullRoutes {
 					// assembled from virtual hosts shared across scopes
 					// and snapshots (routes_incremental.go)
-					if res, ok := g.assembledRoutes(push, proxy, key, port, byPort[port], opts); ok {
+					if res, ok := g.assembledRoutes(push, proxy, key, port, srs, opts); ok {
 						return res
 					}
 				}
-				rc = route.BuildRouteConfiguration(port, byPort[port], opts)
+				rc = route.BuildRouteConfiguration(port, srs, opts)
 			}
 			rcs := g.patchRoutes(push, proxy, ps, envoyfilter.PatchContext{}, []*routeCfg{rc})
-			return toResources(xds.RouteType, rcs, func(r *routeCfg) string { return r.Name })
+			return toResources(g.enc, xds.RouteType, rcs, func(r *routeCfg) string { return r.Name })
 		}))
 	}
 	return out, nil
 }
+
+// onePortLookup: the routes of one port of a sidecar (a numbered port,
+// or a sniffed service's "<host>:<port>") look a destination's service up
+// among the services of that port only, each with that port alone (Istio's
+// BuildSidecarOutboundVirtualHosts builds servicesByName so, and
+// GetDestinationCluster reads it): a destination without a port gets the
+// route's port, whatever ports its service has. No lookup gives the same
+// (route.DestinationPort). Only the portless routes (HTTP_PROXY, Unix
+// sockets) see whole services.
 
 // sidecarRouteOptions are the inputs of a sidecar's outbound routes.
 func sidecarRouteOptions(push *model.PushContext, proxy *model.Proxy) route.Options {

@@ -16,9 +16,9 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
-	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
 	"github.com/meshplane/istiod/pkg/config/protocol"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
+	"github.com/meshplane/istiod/tests/refmesh"
 )
 
 // staticDiscovery is a fixed service list.

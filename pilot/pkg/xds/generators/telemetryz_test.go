@@ -7,7 +7,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
-	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest/refmesh"
+	"github.com/meshplane/istiod/tests/refmesh"
 )
 
 // /debug/telemetryz explains the extensions reference's reviews sidecar:

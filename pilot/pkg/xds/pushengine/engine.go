@@ -146,7 +146,9 @@ func (e *Engine) push(b Debounced) {
 	pushEngineLog.Debugf("push %d: %d events merged after %v: %v", rec.ID, b.Events, b.Released.Sub(b.First), b.Request)
 	start := e.clock.Now()
 	res := e.opts.Push(b.Request)
-	rec.Duration = JSONDuration(e.clock.Since(start))
+	took := e.clock.Since(start)
+	logPush(rec.ID, b, res.ProxiesPushed, took)
+	rec.Duration = JSONDuration(took)
 	rec.ProxiesPushed = res.ProxiesPushed
 	rec.IndexesRebuilt = res.IndexesRebuilt
 	rec.IndexesReused = res.IndexesReused

@@ -29,7 +29,7 @@ type Server struct {
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	ds := xds.NewDiscoveryServer()
-	g := grpc.NewServer(xds.GRPCServerOptions()...)
+	g := grpc.NewServer(ds.GRPCServerOptions()...)
 	ds.Register(g)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -27,7 +30,9 @@ type Options struct {
 // Document is the outcome of one YAML/JSON document of an input.
 type Document struct {
 	// Index is the 0-based position of the document among the non-empty
-	// documents of the input; Line is the 1-based line where it starts.
+	// documents of the input; Line is the 1-based line of the input (not
+	// of the document) where it starts. The line numbers in Err count from
+	// the start of the input too.
 	Index int
 	Line  int
 	// Config is set for a document of a known kind that decoded (and, with
@@ -79,7 +84,7 @@ func Parse(input []byte, opts Options) []Document {
 	var out []Document
 	for _, raw := range splitDocuments(input) {
 		d := Document{Index: len(out), Line: raw.line}
-		if !parseDocument(&d, raw.body, schemas, opts) {
+		if !parseDocument(&d, raw, schemas, opts) {
 			continue
 		}
 		out = append(out, d)
@@ -88,10 +93,10 @@ func Parse(input []byte, opts Options) []Document {
 }
 
 // parseDocument fills d; it returns false for an empty document.
-func parseDocument(d *Document, body []byte, schemas collection.Schemas, opts Options) bool {
-	js, err := yaml.YAMLToJSON(body)
+func parseDocument(d *Document, raw rawDocument, schemas collection.Schemas, opts Options) bool {
+	js, err := yaml.YAMLToJSON(raw.body)
 	if err != nil {
-		d.Err = fmt.Errorf("invalid YAML: %v", err)
+		d.Err = yamlError(err, raw.line)
 		return true
 	}
 	js = bytes.TrimSpace(js)
@@ -161,6 +166,25 @@ func ParseInputs(input string) ([]config.Config, []IstioKind, error) {
 		}
 	}
 	return configs, others, errors.Join(errs...)
+}
+
+// yamlLine matches the line numbers in the YAML library's messages
+// ("yaml: line 3: ...", "yaml: unmarshal errors:\n  line 3: ...").
+var yamlLine = regexp.MustCompile(`\bline ([0-9]+)\b`)
+
+// yamlError rewrites the YAML error of a document that starts at line first
+// of its input so that its line numbers count from the start of the input
+// (the file), as an editor shows them, not from the start of the document.
+func yamlError(err error, first int) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		n, convErr := strconv.Atoi(strings.TrimPrefix(m, "line "))
+		if convErr != nil {
+			return m
+		}
+		return "line " + strconv.Itoa(n+first-1)
+	})
+	return errors.New("invalid YAML: " + msg)
 }
 
 type rawDocument struct {

@@ -68,12 +68,27 @@ type kindState struct {
 	schema     resource.Schema
 	collection krt.StaticCollection[config.Config]
 
+	// events serialises the collection's writers: the informer's handlers
+	// (upsert, remove) and the namespace refilter, which holds it from the
+	// list of the informer's store to the reset of the collection, so that
+	// no event lands in between and is undone by the older list
+	events sync.Mutex
+
+	// served closes when the informer has synced (see KindServed)
+	served chan struct{}
+
 	mu       sync.Mutex
 	informer cache.SharedIndexInformer // nil while the CRD is absent
 	synced   bool
 	// rejected holds, by key, the reason an object's current version is
 	// refused (it is logged once per object and reason)
 	rejected map[string]string
+
+	// hooks for internal tests (nil otherwise): refilterListed runs
+	// between the refilter's list and its reset; eventWaits runs when a
+	// handler is about to take events
+	refilterListed func()
+	eventWaits     func(o any)
 }
 
 // New builds a client for the schemas. Synthetic kinds are skipped.
@@ -97,7 +112,8 @@ func New(client kube.Client, schemas collection.Schemas, opts Options) (*Client,
 			kopts = append(kopts, krt.WithDebugging(opts.Krt))
 		}
 		c := krt.NewStaticCollection[config.Config](nil, kopts...)
-		cl.kinds[s.GroupVersionKind()] = &kindState{cl: cl, schema: s, collection: c, rejected: map[string]string{}}
+		cl.kinds[s.GroupVersionKind()] = &kindState{cl: cl, schema: s, collection: c, rejected: map[string]string{},
+			served: make(chan struct{})}
 		cl.Add(s.GroupVersionKind(), c)
 	}
 	cl.order = b.Build()
@@ -115,6 +131,18 @@ func New(client kube.Client, schemas collection.Schemas, opts Options) (*Client,
 
 // Schemas returns the watched kinds.
 func (cl *Client) Schemas() collection.Schemas { return cl.order }
+
+// KindServed returns a channel that closes once the API server serves
+// the kind and its informer has listed it: soon after Run for a builtin
+// kind, once its CRD is established for the others (never while the CRD
+// is absent, so a writer waiting on it writes nothing in vain). For a kind
+// the client does not watch it never closes.
+func (cl *Client) KindServed(g config.GroupVersionKind) <-chan struct{} {
+	if k, ok := cl.kinds[g]; ok {
+		return k.served
+	}
+	return make(chan struct{})
+}
 
 // HasSynced reports whether every kind has synced.
 func (cl *Client) HasSynced() bool { return cl.CollectionsSynced() }
@@ -211,6 +239,7 @@ func (k *kindState) start(stop <-chan struct{}) bool {
 	go func() {
 		if cache.WaitForCacheSync(stop, reg.HasSynced) {
 			k.collection.MarkSynced()
+			close(k.served)
 		}
 	}()
 	return true
@@ -244,7 +273,17 @@ func (k *kindState) translate(o any) (config.Config, metav1.Object, bool) {
 	return cfg, mo, true
 }
 
+// lockEvents takes events for a handler of o.
+func (k *kindState) lockEvents(o any) {
+	if k.eventWaits != nil {
+		k.eventWaits(o)
+	}
+	k.events.Lock()
+}
+
 func (k *kindState) upsert(o any, event string) {
+	k.lockEvents(o)
+	defer k.events.Unlock()
 	cfg, mo, ok := k.translate(o)
 	if !ok {
 		return
@@ -266,6 +305,8 @@ func (k *kindState) upsert(o any, event string) {
 }
 
 func (k *kindState) remove(o any) {
+	k.lockEvents(o)
+	defer k.events.Unlock()
 	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
@@ -281,16 +322,25 @@ func (k *kindState) remove(o any) {
 }
 
 // refilter recomputes the kind's content from its informer cache, after the
-// set of watched namespaces changed.
+// set of watched namespaces changed. It runs on the namespace filter's
+// goroutine; holding events keeps the informer's handlers out from the
+// list to the reset. An event whose object the store already held when
+// listed is applied after the reset, once more, to the same effect.
 func (k *kindState) refilter() {
+	k.events.Lock()
+	defer k.events.Unlock()
 	k.mu.Lock()
 	inf := k.informer
 	k.mu.Unlock()
 	if inf == nil {
 		return
 	}
+	objs := inf.GetStore().List()
+	if k.refilterListed != nil {
+		k.refilterListed()
+	}
 	var out []config.Config
-	for _, o := range inf.GetStore().List() {
+	for _, o := range objs {
 		cfg, mo, ok := k.translate(o)
 		if !ok || !k.accept(mo) {
 			if ok {

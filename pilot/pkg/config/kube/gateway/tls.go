@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode"
 
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	istio "istio.io/api/networking/v1alpha3"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/meshplane/istiod/pkg/config/security"
 )
 
 // Secret and ConfigMap keys of certificates, as Istio reads them.
@@ -81,7 +82,7 @@ func (g *gatewayState) buildTLS(l gatewayv1.Listener) (*istio.ServerTLSSettings,
 		for _, s := range strings.Split(opt, ",") {
 			suites = append(suites, strings.TrimSpace(s))
 		}
-		if c := filterCipherSuites(suites); len(c) > 0 {
+		if c := security.FilterCipherSuites(suites); len(c) > 0 {
 			out.CipherSuites = c
 		}
 	}
@@ -342,30 +343,6 @@ func objectRefString(ref gatewayv1.ObjectReference) string {
 
 func secretRefString(ref gatewayv1.SecretObjectReference) string {
 	return fmt.Sprintf("%s/%s/%s.%s", orDefault(ref.Group, ""), orDefault(ref.Kind, ""), ref.Name, orDefault(ref.Namespace, ""))
-}
-
-// cipherSuites are the names Envoy accepts in a gateway's cipher suites.
-var cipherSuites = map[string]bool{
-	"ECDHE-ECDSA-AES128-GCM-SHA256": true, "ECDHE-RSA-AES128-GCM-SHA256": true, "ECDHE-ECDSA-AES256-GCM-SHA384": true,
-	"ECDHE-RSA-AES256-GCM-SHA384": true, "ECDHE-ECDSA-CHACHA20-POLY1305": true, "ECDHE-RSA-CHACHA20-POLY1305": true,
-	"ECDHE-ECDSA-AES128-SHA": true, "ECDHE-RSA-AES128-SHA": true, "ECDHE-ECDSA-AES256-SHA": true, "ECDHE-RSA-AES256-SHA": true,
-	"AES128-GCM-SHA256": true, "AES256-GCM-SHA384": true, "AES128-SHA": true, "AES256-SHA": true, "DES-CBC3-SHA": true,
-}
-
-// filterCipherSuites keeps the valid, first occurrences of suites; entries
-// that are operators ("!X", "[A|B]"), "" and "ALL" pass.
-func filterCipherSuites(suites []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range suites {
-		ok := s == "" || s == "ALL" || cipherSuites[s] ||
-			(!unicode.IsLetter(rune(s[0])) && !unicode.IsNumber(rune(s[0])))
-		if ok && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func joinErrors(a, b *ConfigError) *ConfigError {

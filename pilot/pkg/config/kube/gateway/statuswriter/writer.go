@@ -2,6 +2,7 @@ package statuswriter
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,11 @@ type Options struct {
 	Now func() time.Time
 	// CreateClasses creates the builtin GatewayClasses when missing.
 	CreateClasses bool
+	// ClassesServed closes once the API server serves GatewayClasses (their
+	// CRD is established and the store has read them); until then no class
+	// is created. Nil: they are served from the start (e.g. an in-memory
+	// store).
+	ClassesServed <-chan struct{}
 }
 
 // Writer writes statuses while it runs.
@@ -60,8 +66,23 @@ func New(opts Options) *Writer {
 	return &Writer{opts: opts}
 }
 
-// classKey marks a queue entry that (re)checks the builtin classes.
-const classKey = "\x00classes"
+// task is a queue entry: the status of the object of Statuses with key
+// status, or, with classes set, a check of the builtin classes.
+type task struct {
+	classes bool
+	status  string
+}
+
+// classesTask (re)checks the builtin classes.
+var classesTask = task{classes: true}
+
+// String names the task in logs.
+func (t task) String() string {
+	if t.classes {
+		return "builtin GatewayClasses"
+	}
+	return "status of " + t.status
+}
 
 // Run writes until stop closes: every status that differs from its
 // object's, then every change. It may run again later (a new leadership
@@ -71,31 +92,35 @@ func (w *Writer) Run(stop <-chan struct{}) {
 	if !w.opts.Statuses.WaitUntilSynced(stop) {
 		return
 	}
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "gateway-status"})
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[task](),
+		workqueue.TypedRateLimitingQueueConfig[task]{Name: "gateway-status"})
 	defer q.ShutDown()
 	regs := []krt.HandlerRegistration{w.opts.Statuses.RegisterBatch(func(events []krt.Event[gateway.ObjectStatus]) {
 		for _, e := range events {
 			if e.New != nil {
-				q.Add(e.New.ResourceName())
+				q.Add(task{status: e.New.ResourceName()})
 			}
 		}
 	}, true)}
-	if w.opts.CreateClasses {
-		q.Add(classKey)
-		if w.opts.Classes != nil {
-			regs = append(regs, w.opts.Classes.Register(func(e krt.Event[config.Config]) {
-				if e.Event == krt.EventDelete {
-					q.Add(classKey)
-				}
-			}))
-		}
-	}
 	defer func() {
 		for _, r := range regs {
 			r.UnregisterHandler()
 		}
 	}()
+	// the class watch ends with this term
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	defer func() {
+		close(done)
+		wg.Wait()
+	}()
+	if w.opts.CreateClasses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.watchClasses(q, stop, done)
+		}()
+	}
 	go func() {
 		<-stop
 		q.ShutDown()
@@ -106,24 +131,53 @@ func (w *Writer) Run(stop <-chan struct{}) {
 	scope.Infof("stopped writing Gateway API status")
 }
 
-func (w *Writer) next(q workqueue.TypedRateLimitingInterface[string]) bool {
-	key, quit := q.Get()
+// watchClasses queues the check of the builtin classes once GatewayClasses
+// are served, and again whenever one is deleted, until stop or done (the
+// end of Run) closes.
+func (w *Writer) watchClasses(q workqueue.TypedRateLimitingInterface[task], stop, done <-chan struct{}) {
+	if w.opts.ClassesServed != nil {
+		select {
+		case <-w.opts.ClassesServed:
+		case <-stop:
+			return
+		case <-done:
+			return
+		}
+	}
+	q.Add(classesTask)
+	if w.opts.Classes == nil {
+		return
+	}
+	reg := w.opts.Classes.Register(func(e krt.Event[config.Config]) {
+		if e.Event == krt.EventDelete {
+			q.Add(classesTask)
+		}
+	})
+	defer reg.UnregisterHandler()
+	select {
+	case <-stop:
+	case <-done:
+	}
+}
+
+func (w *Writer) next(q workqueue.TypedRateLimitingInterface[task]) bool {
+	t, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer q.Done(key)
+	defer q.Done(t)
 	var err error
-	if key == classKey {
+	if t.classes {
 		err = w.createClasses()
 	} else {
-		err = w.write(key)
+		err = w.write(t.status)
 	}
 	if err != nil {
-		scope.Warnf("%s: %v (retrying)", key, err)
-		q.AddRateLimited(key)
+		scope.Warnf("%v: %v (retrying)", t, err)
+		q.AddRateLimited(t)
 		return true
 	}
-	q.Forget(key)
+	q.Forget(t)
 	return true
 }
 
