@@ -39,15 +39,16 @@ gen-check:
 crds:
 	$(GO) run ./hack/crds
 
-# Real kube-apiserver and etcd, Istio's istioctl and pilot-agent, and helm for integration tests,
-# built once per machine into ~/.cache.
+# Real kube-apiserver and etcd, Istio's istioctl, pilot-agent and pilot-discovery (the oracle of
+# tests/differential), and helm for integration tests, built once per machine into ~/.cache.
 testbin:
 	./hack/testbin.sh
 	./hack/istiobin.sh
 	./hack/helmbin.sh
+	./hack/istiobin.sh --peer
 
-# Istio's own pilot-discovery, the peer tests/loadtest measures against (-istiod); not in testbin
-# because no test needs it and it adds minutes of build.
+# Istio's own pilot-discovery alone: the oracle of tests/differential and the peer tests/loadtest
+# measures against (-istiod).
 peerbin:
 	./hack/istiobin.sh --peer
 

@@ -1,0 +1,241 @@
+package differential
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/meshplane/istiod/tests/istiobin"
+	"github.com/meshplane/istiod/tests/kube"
+	"github.com/meshplane/istiod/tests/refdata"
+)
+
+// SkipEnv, set to 1, skips the differential tests (and only then: a
+// missing pilot-discovery is otherwise a failure). It is the variable
+// that skips every test needing reference material.
+const SkipEnv = refdata.SkipEnv
+
+// DumpEnv names a directory where each case's normalised snapshots are
+// written (<dir>/<case>/<flavor>/<type>.json), for reading a difference
+// whole.
+const DumpEnv = "DIFFERENTIAL_DUMP"
+
+// MeshConfig is the mesh config file both control planes read: Istio's
+// defaults, with the access log on as Istio's default profile has it.
+const MeshConfig = `trustDomain: cluster.local
+accessLogFile: /dev/stdout
+`
+
+// startTimeout bounds the start of the fixture's parts; generous, as CI
+// machines are small and the two API servers and control planes start
+// together.
+const startTimeout = 3 * time.Minute
+
+// Fixture is the pair of worlds the cases run in: two API servers (etcd
+// and kube-apiserver of tests/kube, every CRD of manifests/crds
+// installed), ours reading one and Istio's pilot-discovery the other.
+// Cases apply the same objects to both. Its fields are read-only.
+type Fixture struct {
+	planes [2]*plane // Ours, Istio
+	dir    string
+	// mu serialises the cases: they share the two worlds
+	mu sync.Mutex
+}
+
+var shared struct {
+	mu      sync.Mutex
+	inMain  bool
+	started bool
+	f       *Fixture
+	err     error
+}
+
+// Main runs the package's tests, then stops the shared fixture, if a test
+// started it, and exits. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { differential.Main(m) }
+func Main(m *testing.M) {
+	shared.mu.Lock()
+	shared.inMain = true
+	shared.mu.Unlock()
+	code := m.Run()
+	shared.mu.Lock()
+	if shared.f != nil {
+		shared.f.stop()
+	}
+	shared.mu.Unlock()
+	os.Exit(code)
+}
+
+// Shared returns the fixture of this test binary, starting it on first
+// use (a minute or so: building cmd/istiod, two API servers, two control
+// planes). It skips the test when ISTIOD_SKIP_REFERENCE=1 and fails it
+// when Istio's pilot-discovery is not built (`make peerbin`) or the start
+// failed (every later caller gets the same error).
+func Shared(t testing.TB) *Fixture {
+	t.Helper()
+	if os.Getenv(SkipEnv) == "1" {
+		t.Skipf("differential tests against Istio's pilot-discovery skipped (%s=1)", SkipEnv)
+	}
+	peer, err := istiobin.PilotDiscovery()
+	if err != nil {
+		t.Fatalf("differential: %v (or set %s=1 to skip)", err, SkipEnv)
+	}
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if !shared.inMain {
+		t.Fatal("differential.Shared needs the package's TestMain to call differential.Main")
+	}
+	if !shared.started {
+		shared.started = true
+		begin := time.Now()
+		shared.f, shared.err = start(peer)
+		if shared.err == nil {
+			t.Logf("differential: both control planes ready in %v", time.Since(begin).Round(time.Millisecond))
+		}
+	}
+	if shared.err != nil {
+		t.Fatalf("differential: %v", shared.err)
+	}
+	return shared.f
+}
+
+// start builds ours, starts both API servers (in parallel), prepares
+// istio-system in each and starts both control planes.
+func start(peer string) (f *Fixture, err error) {
+	dir, err := os.MkdirTemp("", "istiod-differential-")
+	if err != nil {
+		return nil, err
+	}
+	f = &Fixture{dir: dir}
+	defer func() {
+		if err != nil {
+			f.stop()
+		}
+	}()
+	type started struct {
+		env *kube.Env
+		err error
+	}
+	kubes := [2]chan started{make(chan started, 1), make(chan started, 1)}
+	for i, fl := range []Flavor{Ours, Istio} {
+		go func() {
+			env, err := kube.StartServer(filepath.Join(dir, string(fl), "kube"))
+			if err == nil {
+				err = prepareCluster(env)
+			}
+			kubes[i] <- started{env, err}
+		}()
+	}
+	ours, buildErr := buildOurs(dir)
+	envs := [2]*kube.Env{}
+	var kubeErr error
+	for i := range kubes {
+		s := <-kubes[i]
+		envs[i] = s.env
+		if s.err != nil && kubeErr == nil {
+			kubeErr = s.err
+		}
+	}
+	// planes owns the API servers from here on (stop stops them)
+	for i, fl := range []Flavor{Ours, Istio} {
+		f.planes[i] = &plane{flavor: fl, kube: envs[i]}
+	}
+	if buildErr != nil {
+		return f, buildErr
+	}
+	if kubeErr != nil {
+		return f, fmt.Errorf("starting the API servers: %v", kubeErr)
+	}
+	meshFile := filepath.Join(dir, "mesh.yaml")
+	if err := os.WriteFile(meshFile, []byte(MeshConfig), 0o644); err != nil {
+		return f, err
+	}
+	for i, fl := range []Flavor{Ours, Istio} {
+		bin := ours
+		if fl == Istio {
+			bin = peer
+		}
+		pdir := filepath.Join(dir, string(fl))
+		p, err := startPlane(fl, bin, envs[i], meshFile, pdir)
+		if err != nil {
+			return f, fmt.Errorf("starting %s: %v", fl, err)
+		}
+		f.planes[i] = p
+	}
+	for _, p := range f.planes {
+		if err := p.waitReady(startTimeout); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// prepareCluster makes what an Istio install leaves in a cluster before
+// istiod starts: namespace istio-system and the sidecar injector's
+// ConfigMap (its templates render the Deployments of Gateway API
+// gateways in both control planes). The ConfigMap is the one of Istio's
+// Helm chart with default values (../shared/reference/gateways).
+func prepareCluster(env *kube.Env) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: istiodNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	b, err := os.ReadFile(injectorConfigMap())
+	if err != nil {
+		return fmt.Errorf("the injector ConfigMap of the reference: %v", err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal(b, &cm); err != nil {
+		return err
+	}
+	cm.Namespace = istiodNamespace
+	_, err = env.Kube.CoreV1().ConfigMaps(istiodNamespace).Create(ctx, &cm, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// injectorConfigMap is the path of the reference's injector ConfigMap.
+func injectorConfigMap() string {
+	root, err := kube.RepoRoot()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(root), "shared", "reference", "gateways", "input", "istio-sidecar-injector.yaml")
+}
+
+// stop ends both control planes, then both API servers, and removes the
+// work directory.
+func (f *Fixture) stop() {
+	for _, p := range f.planes {
+		if p != nil {
+			p.stop()
+		}
+	}
+	for _, p := range f.planes {
+		if p != nil && p.kube != nil {
+			p.kube.Stop()
+		}
+	}
+	os.RemoveAll(f.dir)
+}
+
+func (f *Fixture) plane(fl Flavor) *plane {
+	if fl == Ours {
+		return f.planes[0]
+	}
+	return f.planes[1]
+}
