@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
+	"github.com/meshplane/istiod/tests/golden"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -122,98 +120,17 @@ func compareSnapshots(ours, istio map[string]map[string]any) []Difference {
 	var out []Difference
 	for _, typ := range Types {
 		o, i := ours[typ], istio[typ]
-		for _, name := range unionKeys(o, i) {
+		for _, name := range golden.UnionKeys(o, i) {
 			ov, oOK := o[name]
 			iv, iOK := i[name]
 			if !oOK || !iOK {
 				out = append(out, Difference{Type: typ, Resource: name, Ours: ov, Istio: iv})
 				continue
 			}
-			for _, d := range diffValues("", ov, iv) {
-				d.Type, d.Resource = typ, name
-				out = append(out, d)
+			for _, d := range golden.Differences("", ov, iv, true) {
+				out = append(out, Difference{Type: typ, Resource: name, Path: d.Path, Ours: d.Got, Istio: d.Want})
 			}
 		}
 	}
 	return out
-}
-
-func diffValues(path string, ours, istio any) []Difference {
-	if reflect.DeepEqual(ours, istio) {
-		return nil
-	}
-	switch i := istio.(type) {
-	case map[string]any:
-		o, ok := ours.(map[string]any)
-		if !ok {
-			break
-		}
-		var out []Difference
-		for _, k := range unionKeys(o, i) {
-			out = append(out, diffValues(join(path, k), o[k], i[k])...)
-		}
-		return out
-	case []any:
-		o, ok := ours.([]any)
-		if !ok {
-			break
-		}
-		if len(o) == len(i) {
-			var out []Difference
-			for n := range i {
-				out = append(out, diffValues(path+"["+strconv.Itoa(n)+"]", o[n], i[n])...)
-			}
-			return out
-		}
-		if on, in := names(o), names(i); on != nil && in != nil {
-			var out []Difference
-			for _, n := range unionKeys(on, in) {
-				out = append(out, diffValues(path+"[name="+n+"]", on[n], in[n])...)
-			}
-			return out
-		}
-	}
-	return []Difference{{Path: path, Ours: ours, Istio: istio}}
-}
-
-// names indexes a list of objects by their "name" field, nil when an
-// element has none or two share one.
-func names(l []any) map[string]any {
-	out := map[string]any{}
-	for _, e := range l {
-		m, ok := e.(map[string]any)
-		if !ok {
-			return nil
-		}
-		n, ok := m["name"].(string)
-		if !ok {
-			return nil
-		}
-		if _, dup := out[n]; dup {
-			return nil
-		}
-		out[n] = e
-	}
-	return out
-}
-
-func join(path, k string) string {
-	if path == "" {
-		return k
-	}
-	return path + "." + k
-}
-
-func unionKeys[V any](a, b map[string]V) []string {
-	keys := make([]string, 0, len(a)+len(b))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	return keys
 }

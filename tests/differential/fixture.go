@@ -1,6 +1,8 @@
 package differential
 
 import (
+	"github.com/meshplane/istiod/tests/testproc"
+
 	"context"
 	"fmt"
 	"os"
@@ -136,7 +138,7 @@ func start(peer string) (f *Fixture, err error) {
 			kubes[i] <- started{env, err}
 		}()
 	}
-	ours, buildErr := buildOurs(dir)
+	ours, buildErr := testproc.BuildIstiod(dir)
 	envs := [2]*kube.Env{}
 	var kubeErr error
 	for i := range kubes {

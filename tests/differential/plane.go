@@ -1,10 +1,8 @@
 package differential
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,32 +48,6 @@ type plane struct {
 	exitErr error
 }
 
-// buildOurs compiles cmd/istiod of this checkout into dir.
-func buildOurs(dir string) (string, error) {
-	root, err := kube.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "istiod")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/istiod")
-	build.Dir = root
-	var out bytes.Buffer
-	build.Stdout, build.Stderr = &out, &out
-	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/istiod: %v\n%s", err, out.String())
-	}
-	return bin, nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // commonEnv is what both control planes get besides PATH and HOME: the
 // pod identity istiod takes from the downward API, a quick debounce (the
 // cases are small and the harness polls; the pushed content does not
@@ -98,7 +70,7 @@ var commonEnv = []string{
 func startPlane(fl Flavor, bin string, env *kube.Env, meshFile, dir string) (*plane, error) {
 	var addrs [5]string
 	for i := range addrs {
-		a, err := freeAddr()
+		a, err := testproc.FreeAddr()
 		if err != nil {
 			return nil, err
 		}

@@ -17,7 +17,7 @@ import (
 
 // render turns a resource into generic JSON (protojson, numbers kept as
 // json.Number), the form compared and printed. A typed config of a type
-// this binary does not know (types.gen.go links every Envoy, xDS and
+// this binary does not know (types.go links every Envoy, xDS and
 // Istio extension type, so this is rare) is shown as
 // {"@type": ".../google.protobuf.Struct", "unresolvedType": <url>,
 // "bytes": <base64>} rather than failing the comparison.

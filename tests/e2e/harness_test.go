@@ -25,11 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "istiod")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/istiod")
-	build.Dir = "../.."
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
+	if binary, err = testproc.BuildIstiod(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "build istiod:", err)
 		os.Exit(1)
 	}

@@ -18,6 +18,28 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 // Diff lists the paths where two decoded JSON values differ, each with
 // both values (clipped), sorted by path.
 func Diff(path string, got, want any) []string {
+	var out []string
+	for _, d := range Differences(path, got, want, false) {
+		gb, _ := json.Marshal(d.Got)
+		wb, _ := json.Marshal(d.Want)
+		out = append(out, d.Path+" differs\n got  "+clip(gb)+"\n want "+clip(wb))
+	}
+	return out
+}
+
+// Difference is one path where two decoded JSON values differ, with both
+// values (nil: absent).
+type Difference struct {
+	Path      string
+	Got, Want any
+}
+
+// Differences lists the paths where two decoded JSON values differ, in
+// path order: objects key by key, lists of equal length element by
+// element, and, with byName, lists of different lengths whose elements
+// are objects with distinct "name" fields element by name ("[name=x]").
+// Any other difference is one entry for the whole value.
+func Differences(path string, got, want any, byName bool) []Difference {
 	if reflect.DeepEqual(got, want) {
 		return nil
 	}
@@ -27,25 +49,53 @@ func Diff(path string, got, want any) []string {
 		if !ok {
 			break
 		}
-		var out []string
+		var out []Difference
 		for _, k := range UnionKeys(g, w) {
-			out = append(out, Diff(join(path, k), g[k], w[k])...)
+			out = append(out, Differences(join(path, k), g[k], w[k], byName)...)
 		}
 		return out
 	case []any:
 		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
+		if !ok {
 			break
 		}
-		var out []string
-		for i := range w {
-			out = append(out, Diff(path+"["+strconv.Itoa(i)+"]", g[i], w[i])...)
+		if len(g) == len(w) {
+			var out []Difference
+			for i := range w {
+				out = append(out, Differences(path+"["+strconv.Itoa(i)+"]", g[i], w[i], byName)...)
+			}
+			return out
 		}
-		return out
+		if gn, wn := byNames(g), byNames(w); byName && gn != nil && wn != nil {
+			var out []Difference
+			for _, n := range UnionKeys(gn, wn) {
+				out = append(out, Differences(path+"[name="+n+"]", gn[n], wn[n], byName)...)
+			}
+			return out
+		}
 	}
-	gb, _ := json.Marshal(got)
-	wb, _ := json.Marshal(want)
-	return []string{path + " differs\n got  " + clip(gb) + "\n want " + clip(wb)}
+	return []Difference{{Path: path, Got: got, Want: want}}
+}
+
+// byNames indexes a list of objects by their "name" field, nil when an
+// element has none or two share one.
+func byNames(l []any) map[string]any {
+	out := map[string]any{}
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil
+		}
+		n, ok := m["name"].(string)
+		if !ok {
+			return nil
+		}
+		if _, dup := out[n]; dup {
+			return nil
+		}
+		out[n] = e
+	}
+	return out
 }
 
 func join(path, key string) string {
@@ -55,8 +105,8 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// UnionKeys is the sorted union of two objects' keys.
-func UnionKeys(a, b map[string]any) []string {
+// UnionKeys is the sorted union of two maps' keys.
+func UnionKeys[V any](a, b map[string]V) []string {
 	keys := make([]string, 0, len(a)+len(b))
 	for k := range a {
 		keys = append(keys, k)

@@ -42,11 +42,9 @@ type istiodProc struct {
 // namespace ns, every listener on loopback, and waits for /ready.
 func startIstiodProcess(b *testing.B, env *kube.Env, ns string) *istiodProc {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), "istiod")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/istiod")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
+	bin, err := testproc.BuildIstiod(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
 	}
 	p := &istiodProc{http: freeAddr(b), secure: freeAddr(b), log: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, "discovery", "--kubeconfig", env.Kubeconfig, "-n", ns,

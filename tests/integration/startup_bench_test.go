@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/meshplane/istiod/tests/testproc"
+
 	"context"
 	"fmt"
 	"net"
@@ -101,11 +103,9 @@ func (s *syncBuffer) String() string {
 func BenchmarkKubeStartup5k(b *testing.B) {
 	env := kube.Start(b, kube.WithCRDs("virtualservices.networking.istio.io", "destinationrules.networking.istio.io"))
 	createObjects(b, env, 5000)
-	bin := filepath.Join(b.TempDir(), "istiod")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/istiod")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
+	bin, err := testproc.BuildIstiod(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
 	}
 	var toReady, change time.Duration
 	var rssTotal float64

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,37 +15,6 @@ import (
 
 	"github.com/meshplane/istiod/tests/testproc"
 )
-
-// buildIstiod compiles cmd/istiod of the module the tool runs in into dir.
-func buildIstiod(dir string) (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %v", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not inside the istiod module (run from the repository)")
-	}
-	bin := filepath.Join(dir, "istiod")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/istiod")
-	build.Dir = filepath.Dir(gomod)
-	var stderr bytes.Buffer
-	build.Stdout, build.Stderr = &stderr, &stderr
-	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/istiod: %v\n%s", err, stderr.String())
-	}
-	return bin, nil
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
 
 // daemon is a running istiod process on loopback ports.
 type daemon struct {
@@ -68,7 +35,7 @@ type daemon struct {
 func startIstiod(t target, src source, meshFile, dir string) (*daemon, error) {
 	var addrs [4]string
 	for i := range addrs {
-		a, err := freeAddr()
+		a, err := testproc.FreeAddr()
 		if err != nil {
 			return nil, err
 		}

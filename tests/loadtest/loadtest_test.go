@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/meshplane/istiod/tests/testproc"
+
 	"bytes"
 	"context"
 	"errors"
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary, err = buildIstiod(dir)
+	binary, err = testproc.BuildIstiod(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build istiod:", err)
 		_ = os.RemoveAll(dir)

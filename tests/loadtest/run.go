@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/meshplane/istiod/tests/testproc"
+
 	"context"
 	"errors"
 	"fmt"
@@ -212,7 +214,7 @@ func RunAll(ctx context.Context, o Options) ([]*Report, error) {
 	for i := range targets {
 		if targets[i].bin == "" {
 			logf("building istiod")
-			if targets[i].bin, err = buildIstiod(work); err != nil {
+			if targets[i].bin, err = testproc.BuildIstiod(work); err != nil {
 				return nil, err
 			}
 		}

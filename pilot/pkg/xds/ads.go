@@ -309,13 +309,14 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 		return nil
 	}
 	start := time.Now()
-	gen := s.gens.find(con.Proxy(), t)
+	proxy := con.Proxy() // one proxy for the whole generation
+	gen := s.gens.find(proxy, t)
 	if gen == nil {
 		adsLog.Debugf("%s: no generator for %s", con.ID, t)
 		return nil
 	}
 	req = s.withPush(req)
-	g, err := gen.Generate(con.Proxy(), wc, req)
+	g, err := gen.Generate(proxy, wc, req)
 	if err != nil {
 		return generateError(con, t, err)
 	}

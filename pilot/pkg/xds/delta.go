@@ -155,12 +155,13 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 	}
 	sent := wc.sent
 	start := time.Now()
-	gen := s.gens.find(con.Proxy(), t)
+	proxy := con.Proxy() // one proxy for the whole generation
+	gen := s.gens.find(proxy, t)
 	if gen == nil {
 		return nil
 	}
 	req = s.withPush(req)
-	g, err := gen.Generate(con.Proxy(), wc, req)
+	g, err := gen.Generate(proxy, wc, req)
 	if err != nil {
 		return generateError(con, t, err)
 	}

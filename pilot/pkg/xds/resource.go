@@ -33,13 +33,6 @@ func (e *Encodings) encoding(res *discovery.Resource) []byte {
 	return nil
 }
 
-// len is the number of encodings held (tests).
-func (e *Encodings) len() int {
-	n := 0
-	e.m.Range(func(any, any) bool { n++; return true })
-	return n
-}
-
 // NewResource makes the delta resource of a serialised value, with its
 // content version, for a generator's cache. The resource is built inside
 // its own encoding, which delta responses send whole: its value is a slice

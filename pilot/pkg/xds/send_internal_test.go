@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/tests/testproc"
 )
 
 // bigClusters answers every cluster request with a new 1 MB resource: more
@@ -69,12 +70,7 @@ func openDelta(t *testing.T, ctx context.Context, addr, ip string) discovery.Agg
 // eventually polls cond until it holds, failing the test after 10s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testproc.Eventually(t, 10*time.Second, what, func() (bool, string) { return cond(), "" })
 }
 
 func sentClusters(s *DiscoveryServer, ip string) bool {

@@ -62,11 +62,12 @@ func (s *DiscoveryServer) GenerateFor(proxyID, typeURL string) (g Generated, con
 	if w == nil {
 		w = &WatchedResource{TypeURL: typeURL, Wildcard: isWildcardType(typeURL)}
 	}
-	gen := s.gens.find(con.Proxy(), typeURL)
+	proxy := con.Proxy() // one proxy for the whole generation
+	gen := s.gens.find(proxy, typeURL)
 	pc := s.push.Load()
 	if gen == nil || pc == nil {
 		return Generated{}, true, nil
 	}
-	g, err = gen.Generate(con.Proxy(), w, &model.PushRequest{Full: true, Push: pc})
+	g, err = gen.Generate(proxy, w, &model.PushRequest{Full: true, Push: pc})
 	return g, true, err
 }
