@@ -7,13 +7,13 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
-// This package's tests run with the codec checking every response against
-// proto.Marshal, whatever the build tags.
-func init() { verifyEncoding = true }
-
 // A cached resource changed after its encoding was made would go out as
 // the old bytes: the check catches it, and an unchanged one passes.
 func TestCodecVerifiesCachedEncodings(t *testing.T) {
+	// make test sets the xdsverify tag for every package; this test checks
+	// the check itself, whatever the tags (benchmarks measure without it)
+	defer func(v bool) { verifyEncoding = v }(verifyEncoding)
+	verifyEncoding = true
 	c := testCodec()
 	enc := c.enc
 	res := enc.NewResource(ClusterType, "outbound|80||a.example", make([]byte, 2*inlineBelow))
@@ -28,7 +28,6 @@ func TestCodecVerifiesCachedEncodings(t *testing.T) {
 	}
 	// without the check, the stale bytes go out: this is what it guards
 	verifyEncoding = false
-	defer func() { verifyEncoding = true }()
 	if _, err := c.Marshal(resp); err != nil {
 		t.Fatalf("unchecked: %v", err)
 	}
