@@ -9,9 +9,12 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/meshplane/istiod/pkg/version.Version=${VERSION}" -o /out/istiod ./cmd/istiod
+# pilot-discovery, as Istio's image names the binary: `kubectl exec ... --
+# pilot-discovery request GET /debug/syncz` works as with Istio
+RUN ln -s istiod /out/pilot-discovery
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/istiod /usr/local/bin/istiod
+COPY --from=build /out/ /usr/local/bin/
 # The nonroot base starts in /home/nonroot; the default --meshConfig and
 # --networksConfig paths (./etc/istio/config/...) are relative to /.
 WORKDIR /

@@ -29,11 +29,13 @@ test: testbin
 gen: crds
 	$(GO) generate ./pkg/config/schema/...
 	cd pilot/pkg/networking/envoyfilter && sh gen_types.sh
+	$(GO) run ./hack/protogen -go $(GO)
 
 gen-check:
 	$(GO) run ./pkg/config/schema/codegen -metadata pkg/config/schema/metadata.yaml -root . -check
 	$(GO) run ./hack/crds -check
 	cd pilot/pkg/networking/envoyfilter && t=$$(mktemp) && sh gen_types.sh $$t && cmp types.gen.go $$t && rm -f $$t
+	$(GO) run ./hack/protogen -go $(GO) -check
 
 # CRDs of istio.io/api and sigs.k8s.io/gateway-api (versions from go.mod) into manifests/crds/.
 crds:

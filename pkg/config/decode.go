@@ -157,6 +157,12 @@ func (w *protoWalker) field(fd protoreflect.FieldDescriptor, v any, path string)
 		}
 		var errs []error
 		for i, e := range list {
+			// a null message element is an empty message, as Istio's
+			// decoder (golang/protobuf jsonpb) reads it; protojson rejects it
+			if e == nil && fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() != "google.protobuf.Value" {
+				list[i] = map[string]any{}
+				continue
+			}
 			nv, err := w.single(fd, e, fmt.Sprintf("%s[%d]", path, i))
 			if err != nil {
 				errs = append(errs, err)

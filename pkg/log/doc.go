@@ -1,5 +1,8 @@
 // Package log is the logging of the control plane: named scopes (default,
-// model, ads, ...) each with its own level, configured from istio-style flags
-// such as --log_output_level=default:info,model:debug, written as text or JSON
-// through log/slog.
+// model, ads, ...) each with its own level, stack trace level and caller
+// setting, configured from Istio's logging flags (--log_output_level,
+// --log_stacktrace_level, --log_caller, --log_target, --log_as_json,
+// --log_rotate*), written in Istio's format
+// ("<time>\t<level>\t<scope>\t<message>\t<key>=<value> ...", or Istio's
+// JSON) by a log/slog Handler.
 package log

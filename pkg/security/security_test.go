@@ -96,7 +96,7 @@ func TestAuthenticateFailureLogsEveryReason(t *testing.T) {
 	if !errors.As(err, &aerr) || err.Error() != want || len(aerr.Failures) != 2 {
 		t.Fatalf("err = %v", err)
 	}
-	if got := logs.Lines("ERROR", "scope=security", "Failed to authenticate client from 127.0.0.1:45518: "+want); len(got) != 1 {
+	if got := logs.Lines("ERROR", "\tsecurity\t", "Failed to authenticate client from 127.0.0.1:45518: "+want); len(got) != 1 {
 		t.Fatalf("log lines = %q\n%s", got, logs.String())
 	}
 }

@@ -5,8 +5,10 @@ import (
 
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +51,12 @@ const startTimeout = 3 * time.Minute
 type Fixture struct {
 	planes [2]*plane // Ours, Istio
 	dir    string
+	// bins are the binaries of both planes (Ours, Istio); cfg is the mesh
+	// config and environment they run with (see configure), restarts
+	// counts the restarts
+	bins     [2]string
+	cfg      planeConfig
+	restarts int
 	// mu serialises the cases: they share the two worlds
 	mu sync.Mutex
 }
@@ -158,28 +166,87 @@ func start(peer string) (f *Fixture, err error) {
 	if kubeErr != nil {
 		return f, fmt.Errorf("starting the API servers: %v", kubeErr)
 	}
-	meshFile := filepath.Join(dir, "mesh.yaml")
-	if err := os.WriteFile(meshFile, []byte(MeshConfig), 0o644); err != nil {
-		return f, err
+	f.bins = [2]string{ours, peer}
+	return f, f.startPlanes(planeConfig{})
+}
+
+// planeConfig is what a Case may change of both control planes: mesh
+// config YAML over MeshConfig, and environment lines (NAME=value, one a
+// line) beside commonEnv.
+type planeConfig struct {
+	mesh, env string
+}
+
+// startPlanes starts both control planes with cfg on the API servers
+// of f.planes and waits until both are ready.
+func (f *Fixture) startPlanes(cfg planeConfig) error {
+	text, err := meshText(cfg.mesh)
+	if err != nil {
+		return err
+	}
+	meshFile := filepath.Join(f.dir, "mesh.yaml")
+	if f.restarts > 0 {
+		meshFile = filepath.Join(f.dir, fmt.Sprintf("mesh-%d.yaml", f.restarts))
+	}
+	if err := os.WriteFile(meshFile, []byte(text), 0o644); err != nil {
+		return err
+	}
+	var env []string
+	if cfg.env != "" {
+		env = strings.Split(cfg.env, "\n")
 	}
 	for i, fl := range []Flavor{Ours, Istio} {
-		bin := ours
-		if fl == Istio {
-			bin = peer
-		}
-		pdir := filepath.Join(dir, string(fl))
-		p, err := startPlane(fl, bin, envs[i], meshFile, pdir)
+		p, err := startPlane(fl, f.bins[i], f.planes[i].kube, meshFile, filepath.Join(f.dir, string(fl)), env...)
 		if err != nil {
-			return f, fmt.Errorf("starting %s: %v", fl, err)
+			return fmt.Errorf("starting %s: %v", fl, err)
 		}
 		f.planes[i] = p
 	}
+	f.cfg = cfg
 	for _, p := range f.planes {
 		if err := p.waitReady(startTimeout); err != nil {
-			return f, err
+			return err
 		}
 	}
-	return f, nil
+	return nil
+}
+
+// meshText is MeshConfig with the top-level fields of overlay (YAML)
+// set over it.
+func meshText(overlay string) (string, error) {
+	if strings.TrimSpace(overlay) == "" {
+		return MeshConfig, nil
+	}
+	var base, over map[string]any
+	if err := yaml.Unmarshal([]byte(MeshConfig), &base); err != nil {
+		return "", err
+	}
+	if err := yaml.Unmarshal([]byte(overlay), &over); err != nil {
+		return "", fmt.Errorf("mesh config of the case: %v", err)
+	}
+	for k, v := range over {
+		base[k] = v
+	}
+	b, err := yaml.Marshal(base)
+	return string(b), err
+}
+
+// configure restarts both control planes with cfg, on the same API
+// servers, unless they already run with it. The caller holds f.mu.
+func (f *Fixture) configure(cfg planeConfig) error {
+	if cfg == f.cfg {
+		return nil
+	}
+	for _, p := range f.planes {
+		p.stop()
+	}
+	f.restarts++
+	begin := time.Now()
+	if err := f.startPlanes(cfg); err != nil {
+		return err
+	}
+	log.Printf("differential: control planes restarted (mesh %q, env %q) in %v", cfg.mesh, cfg.env, time.Since(begin).Round(time.Millisecond))
+	return nil
 }
 
 // prepareCluster makes what an Istio install leaves in a cluster before

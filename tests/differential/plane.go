@@ -65,9 +65,9 @@ var commonEnv = []string{
 // config file, on free loopback ports, in dir; its output goes to
 // dir/istiod.log. Both command lines follow tests/loadtest: the flags
 // Istio's Deployment passes, with addresses on loopback. The environment
-// is the commonEnv only (plus PATH and HOME=dir), so that no PILOT_*
-// setting of the machine reaches either.
-func startPlane(fl Flavor, bin string, env *kube.Env, meshFile, dir string) (*plane, error) {
+// is the commonEnv and extraEnv only (plus PATH and HOME=dir), so that
+// no PILOT_* setting of the machine reaches either.
+func startPlane(fl Flavor, bin string, env *kube.Env, meshFile, dir string, extraEnv ...string) (*plane, error) {
 	var addrs [5]string
 	for i := range addrs {
 		a, err := testproc.FreeAddr()
@@ -83,6 +83,7 @@ func startPlane(fl Flavor, bin string, env *kube.Env, meshFile, dir string) (*pl
 		// no meshNetworks file: a missing one means no networks
 		"--networksConfig", filepath.Join(dir, "no-mesh-networks")}
 	procEnv := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, commonEnv...)
+	procEnv = append(procEnv, extraEnv...)
 	switch fl {
 	case Ours:
 		procEnv = append(procEnv, "ISTIOD_CA_DIR="+filepath.Join(dir, "ca"))

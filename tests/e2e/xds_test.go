@@ -109,9 +109,9 @@ func TestSidecarGetsConfigAndUpdates(t *testing.T) {
 	if !strings.Contains(string(pushz), "VirtualService") {
 		t.Errorf("pushz does not show the VirtualService change: %.500s", pushz)
 	}
-	// syncz shows the proxy acknowledged what it was sent
+	// connectionz shows the proxy acknowledged what it was sent
 	eventually(t, "synced", func() (bool, string) {
-		_, body, _ := d.get("/debug/syncz")
+		_, body, _ := d.get("/debug/connectionz")
 		return strings.Contains(string(body), `"status": "SYNCED"`), string(body)
 	})
 

@@ -167,3 +167,41 @@ func compact(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// PatchDiff compares two JSONPatches for the same pod as a reader of the
+// patch sees them: the pods they make, applied in their own order (array
+// operations do not commute, so the order counts there), and the
+// operations themselves as a multiset (Istio's patch library emits the
+// operations on an object's keys in map order, which varies from run to
+// run). It returns one line per difference.
+func PatchDiff(t testing.TB, pod *corev1.Pod, want, got []byte) []string {
+	t.Helper()
+	out := Diff(ApplyPatch(t, pod, want), ApplyPatch(t, pod, got))
+	for i := range out {
+		out[i] = "patched pod: " + out[i]
+	}
+	count := func(patch []byte) map[string]int {
+		var ops []json.RawMessage
+		if err := json.Unmarshal(patch, &ops); err != nil {
+			t.Fatalf("decoding the patch: %v", err)
+		}
+		m := map[string]int{}
+		for _, op := range ops {
+			m[compact(generic(op))]++
+		}
+		return m
+	}
+	w, g := count(want), count(got)
+	for op, n := range w {
+		if g[op] != n {
+			out = append(out, fmt.Sprintf("operation %s: Istio %d, ours %d", op, n, g[op]))
+		}
+	}
+	for op, n := range g {
+		if _, ok := w[op]; !ok {
+			out = append(out, fmt.Sprintf("operation %s: Istio 0, ours %d", op, n))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -57,7 +57,7 @@ func TestWebhookCABundlePatched(t *testing.T) {
 			_ = vsc.Delete(ctx, "bad", metav1.DeleteOptions{})
 			return false, "created"
 		}
-		return strings.Contains(err.Error(), "invalid regex"), err.Error()
+		return strings.Contains(err.Error(), "error parsing regexp"), err.Error()
 	})
 }
 

@@ -66,7 +66,8 @@ func TestValidationWebhookThroughTheAPIServer(t *testing.T) {
 
 	vsc := env.Istio.NetworkingV1().VirtualServices(ns)
 	badRegex := []*networking.HTTPMatchRequest{{Uri: &networking.StringMatch{MatchType: &networking.StringMatch_Regex{Regex: "a(b"}}}}
-	const wantRegex = `configuration is invalid: spec.http[0].match[0].uri.regex: invalid regex "a(b"`
+	const wantRegex = "configuration is invalid: spec.http[0].match[0].uri.regex: \"uri\": error parsing regexp: missing closing ): `a(b`; " +
+		"Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)"
 
 	// the API server picks the configuration up asynchronously
 	var denial error

@@ -23,6 +23,16 @@
 // Both commands reject an object with an unknown field; documents that
 // would differ in decoding only are listed in decodingDifferences (none).
 //
+// For every object istioctl rejects, each of its reasons (its messages
+// without the "Kind/namespace/name: " prefix, one per error of a joined
+// error) must appear verbatim in one of our errors for that object, a field
+// path in front being ours. An object without a namespace is in istioctl's
+// kubeconfig namespace, default, and in none for istiod validate; the texts
+// that name it are compared so. The errors of istioctl's JSON decoder
+// ("cannot parse proto message: ..." — golang/protobuf jsonpb's words) are
+// the decoding library's, not Istio's validation's: for them our error must
+// say the same thing our decoder's way (the field path, the value).
+//
 // Missing istioctl fails the test naming `make testbin`, as tests/istiobin
 // does; a missing module source fails naming the `go mod download` that
 // fetches it.

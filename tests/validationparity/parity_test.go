@@ -84,7 +84,7 @@ func TestIstioctlValidateAgrees(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	agree, rejected, decoding := 0, 0, 0
+	agree, rejected, decoding, reasons, contained, decoderReasons := 0, 0, 0, 0, 0, 0
 	for i, d := range docs {
 		file := filepath.Join(oursDir, fmt.Sprintf("doc%05d.yaml", i))
 		if err := os.WriteFile(file, d.body, 0o644); err != nil {
@@ -93,6 +93,23 @@ func TestIstioctlValidateAgrees(t *testing.T) {
 		ours, theirs := validate(t, file), istio[i]
 		if theirs.rejected {
 			rejected++
+			for _, reason := range istioReasons(d, theirs.messages) {
+				if want, ok := decoderEquivalent(reason); ok {
+					decoderReasons++
+					if want != "" && !containsReason(ours.messages, want) {
+						t.Errorf("%s: no error of ours says what istioctl's decoder says\n  reason:   %s\n  want:     %s\n  ours:     %s",
+							d, reason, want, strings.Join(ours.messages, "\n            "))
+					}
+					continue
+				}
+				reasons++
+				if containsReason(ours.messages, ourNamespaceView(d, reason)) {
+					contained++
+					continue
+				}
+				t.Errorf("%s: no error of ours holds istioctl's reason verbatim\n  reason:   %s\n  ours:     %s", d, reason,
+					strings.Join(ours.messages, "\n            "))
+			}
 		}
 		field, known := decodingDifferences[d.key()]
 		switch {
@@ -111,8 +128,97 @@ func TestIstioctlValidateAgrees(t *testing.T) {
 				strings.Join(ours.messages, "\n            "), strings.Join(theirs.messages, "\n            "))
 		}
 	}
-	t.Logf("%d/%d Istio objects agree (%d rejected by istioctl); %d differ in decoding only (unknown fields)",
-		agree, len(docs), rejected, decoding)
+	t.Logf("%d/%d Istio objects agree (%d rejected by istioctl); %d differ in decoding only (unknown fields); "+
+		"%d/%d of istioctl's validation reasons appear verbatim in our errors; %d decoder reasons said our way",
+		agree, len(docs), rejected, decoding, contained, reasons, decoderReasons)
+}
+
+// decoderPrefix is how istioctl validate wraps the errors of its JSON
+// decoder (github.com/golang/protobuf jsonpb).
+const decoderPrefix = "cannot parse proto message: "
+
+var (
+	decoderUnknownField = regexp.MustCompile(`^unknown field "([^"]+)" in [\w.]+$`)
+	decoderUnknownEnum  = regexp.MustCompile(`^unknown value "\\"([^"\\]*)\\"" for enum ([\w.]+)$`)
+	decoderBadDuration  = regexp.MustCompile(`^bad Duration: time: (invalid duration "[^"]*")$`)
+)
+
+// decoderEquivalent reports whether reason is an error of istioctl's
+// decoder rather than of Istio's validation, and what our error must say
+// for it instead ("": only that we reject the object). The decoders differ:
+// jsonpb names the message type, ours (protojson with a walk over the
+// document) the field path; such texts are the decoding library's, not
+// Istio's validation's, and are not carried over:
+//
+//	unknown field "app" in istio...EnvoyConfigObjectMatch   unknown field "spec.configPatches[0].match.app"
+//	unknown value "\"BLAH\"" for enum E                     unknown value "BLAH" for enum E
+//	bad Duration: time: invalid duration "apple"           invalid duration "apple"
+//	invalid character 'a' looking for beginning of value   (a map key that is no number: ours names it)
+func decoderEquivalent(reason string) (string, bool) {
+	rest, ok := strings.CutPrefix(reason, decoderPrefix)
+	if !ok {
+		return "", false
+	}
+	if m := decoderUnknownField.FindStringSubmatch(rest); m != nil {
+		return `.` + m[1] + `"`, true
+	}
+	if m := decoderUnknownEnum.FindStringSubmatch(rest); m != nil {
+		return fmt.Sprintf("unknown value %q for enum %s", m[1], m[2]), true
+	}
+	if m := decoderBadDuration.FindStringSubmatch(rest); m != nil {
+		return m[1], true
+	}
+	if strings.HasPrefix(rest, "invalid character ") {
+		return "", true
+	}
+	return "", false
+}
+
+// ourNamespaceView rewrites reason for a document without a namespace:
+// istioctl puts such an object in its kubeconfig context's namespace,
+// default; istiod validate leaves it empty, so the texts that name the
+// namespace (AuthorizationPolicy's "invalid policy <name>.<namespace>:")
+// name none.
+func ourNamespaceView(d document, reason string) string {
+	if d.ns != "" {
+		return reason
+	}
+	return strings.ReplaceAll(reason, "invalid policy "+d.name+".default:", "invalid policy "+d.name+".:")
+}
+
+// multiErrorHeader is the head of a nested hashicorp/go-multierror list
+// ("invalid x: 2 errors occurred:"); its items follow as messages of their
+// own.
+var multiErrorHeader = regexp.MustCompile(`(^|: )\d+ errors? occurred:$`)
+
+// istioReasons returns istioctl's reasons for rejecting d: its messages
+// without the "Kind/namespace/name: " prefix, the heads of nested error
+// lists left out, and the lines of a message that joins several errors
+// (errors.Join) each a reason of its own.
+func istioReasons(d document, messages []string) []string {
+	prefix := d.kind + "/" + d.ns + "/" + d.name + ": "
+	var out []string
+	for _, m := range messages {
+		for _, reason := range strings.Split(strings.TrimPrefix(m, prefix), "\n") {
+			reason = strings.TrimSpace(reason)
+			if reason == "" || multiErrorHeader.MatchString(reason) {
+				continue
+			}
+			out = append(out, reason)
+		}
+	}
+	return out
+}
+
+// containsReason reports whether one of our error lines ("<where>: error:
+// <path>: <message>") holds reason verbatim.
+func containsReason(ours []string, reason string) bool {
+	for _, line := range ours {
+		if _, msg, ok := strings.Cut(line, ": error: "); ok && strings.Contains(msg, reason) {
+			return true
+		}
+	}
+	return false
 }
 
 func verdictWord(rejected bool) string {

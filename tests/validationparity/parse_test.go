@@ -44,3 +44,47 @@ func TestStripExpectation(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestIstioReasons(t *testing.T) {
+	d := document{kind: "AuthorizationPolicy", name: "ap"}
+	got := istioReasons(d, []string{
+		"AuthorizationPolicy//ap: invalid policy ap.default: `provider.name` must not be empty",
+		"AuthorizationPolicy//ap: invalid policy ap.default: invalid `value` for `key` source.ip: 1 error occurred:",
+		"bad IP address (x)",
+		"AuthorizationPolicy//ap: UriRegexRewrite has errors\nUriRegexRewrite requires both Rewrite and Match fields to be specified",
+	})
+	want := []string{
+		"invalid policy ap.default: `provider.name` must not be empty",
+		"bad IP address (x)",
+		"UriRegexRewrite has errors",
+		"UriRegexRewrite requires both Rewrite and Match fields to be specified",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := ourNamespaceView(d, want[0]), "invalid policy ap.: `provider.name` must not be empty"; got != want {
+		t.Errorf("ourNamespaceView: %q, want %q", got, want)
+	}
+}
+
+func TestDecoderEquivalent(t *testing.T) {
+	for reason, want := range map[string]string{
+		`cannot parse proto message: unknown field "app" in istio.networking.v1alpha3.EnvoyFilter.EnvoyConfigObjectMatch`:        `.app"`,
+		`cannot parse proto message: unknown value "\"BLAH\"" for enum istio.security.v1beta1.PeerAuthentication.MutualTLS.Mode`: `unknown value "BLAH" for enum istio.security.v1beta1.PeerAuthentication.MutualTLS.Mode`,
+		`cannot parse proto message: bad Duration: time: invalid duration "apple"`:                                               `invalid duration "apple"`,
+		`cannot parse proto message: invalid character 'a' looking for beginning of value`:                                       "",
+	} {
+		if got, ok := decoderEquivalent(reason); !ok || got != want {
+			t.Errorf("decoderEquivalent(%q) = %q, %v; want %q", reason, got, ok, want)
+		}
+	}
+	for _, reason := range []string{"gateway must have at least one server", "cannot parse proto message: something new"} {
+		if _, ok := decoderEquivalent(reason); ok {
+			t.Errorf("decoderEquivalent(%q) matched", reason)
+		}
+	}
+	if !containsReason([]string{":1 X a/b: error: spec.x: invalid policy"}, "invalid policy") ||
+		containsReason([]string{":1 X a/b: warning: spec.x: invalid policy"}, "invalid policy") {
+		t.Error("containsReason must look at errors only")
+	}
+}

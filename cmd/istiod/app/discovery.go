@@ -1,9 +1,12 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,15 +16,16 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/meshplane/istiod/pilot/pkg/bootstrap"
+	"github.com/meshplane/istiod/pkg/config/security"
 	"github.com/meshplane/istiod/pkg/kube/inject"
 	"github.com/meshplane/istiod/pkg/log"
 	"github.com/meshplane/istiod/pkg/memlimit"
 	"github.com/meshplane/istiod/pkg/version"
 )
 
-// discoveryFlags are pilot-discovery's flags. Flags we accept but do not act
-// on yet are listed so that existing Deployments keep starting.
-func addDiscoveryFlags(fs *pflag.FlagSet, a *bootstrap.PilotArgs, lo *logOptions) {
+// discoveryFlags are pilot-discovery's flags, with its defaults; tf holds
+// those that need parsing (tlsFlags).
+func addDiscoveryFlags(fs *pflag.FlagSet, a *bootstrap.PilotArgs, lo *logOptions, tf *tlsFlags) {
 	fs.StringVar(&a.ConfigDir, "configDir", a.ConfigDir, "Directory to watch for Istio and Gateway API configuration (replaces Kubernetes as the config source)")
 	fs.StringVar(&a.MeshConfigFile, "meshConfig", a.MeshConfigFile, "File name for Istio mesh configuration; when it exists it wins over the ConfigMap")
 	fs.StringVar(&a.NetworksConfigFile, "networksConfig", a.NetworksConfigFile, "File name for Istio mesh networks configuration")
@@ -30,7 +34,11 @@ func addDiscoveryFlags(fs *pflag.FlagSet, a *bootstrap.PilotArgs, lo *logOptions
 	fs.IntVar(&a.KubernetesAPIBurst, "kubernetesApiBurst", a.KubernetesAPIBurst, "Maximum burst to the Kubernetes API server")
 	fs.StringSliceVar(&a.Registries, "registries", a.Registries, "Service registries to read (Kubernetes)")
 	fs.StringVar(&a.ClusterID, "clusterID", a.ClusterID, "ID of the cluster this istiod runs in")
+	fs.StringToStringVar(&a.ClusterAliases, "clusterAliases", map[string]string{}, "Alias names for clusters. Example: alias1=cluster1,alias2=cluster2")
+	fs.StringVar(&a.ClusterRegistriesNamespace, "clusterRegistriesNamespace", a.ClusterRegistriesNamespace,
+		"Namespace for ConfigMap which stores clusters configs (POD_NAMESPACE)")
 	fs.StringVarP(&a.Namespace, "namespace", "n", a.Namespace, "Namespace istiod runs in (POD_NAMESPACE)")
+	fs.StringVar(&a.CniNamespace, "cniNamespace", a.CniNamespace, "Namespace istio-cni runs in (POD_NAMESPACE)")
 	fs.StringVar(&a.Revision, "revision", a.Revision, "Control plane revision (REVISION)")
 	fs.StringVar(&a.Domain, "domain", a.Domain, "DNS domain suffix")
 	fs.StringVar(&a.HTTPAddr, "httpAddr", a.HTTPAddr, "Address of the HTTP server (readiness and debug)")
@@ -38,6 +46,15 @@ func addDiscoveryFlags(fs *pflag.FlagSet, a *bootstrap.PilotArgs, lo *logOptions
 	fs.StringVar(&a.SecureGRPCAddr, "secureGRPCAddr", a.SecureGRPCAddr, "Address of the TLS xDS gRPC server")
 	fs.StringVar(&a.HTTPSAddr, "httpsAddr", a.HTTPSAddr, "Address of the webhook HTTPS server")
 	fs.StringVar(&a.MonitoringAddr, "monitoringAddr", a.MonitoringAddr, "Address of the monitoring server (/metrics, /version, debug)")
+	fs.StringVar(&a.TLS.CaCertFile, "caCertFile", a.TLS.CaCertFile, "File containing the x509 Server CA Certificate")
+	fs.StringVar(&a.TLS.CertFile, "tlsCertFile", a.TLS.CertFile, "File containing the x509 Server Certificate")
+	fs.StringVar(&a.TLS.KeyFile, "tlsKeyFile", a.TLS.KeyFile, "File containing the x509 private key matching --tlsCertFile")
+	fs.StringSliceVar(&tf.cipherSuites, "tls-cipher-suites", nil, "Comma-separated list of cipher suites for istiod TLS server. "+
+		"If omitted, the default Go cipher suites will be used. If 'tls-min-version' is set to '1.3', these cipher suites will be ignored.\n"+
+		"Preferred values: "+strings.Join(security.SecureTLSCipherNames(), ", ")+". \n"+
+		"Insecure values: "+strings.Join(security.InsecureTLSCipherNames(), ", ")+".")
+	fs.StringVar(&tf.minVersion, "tls-min-version", security.TLSMinVersion12, "Minimum TLS version for the istiod TLS server. "+
+		"Only "+security.TLSMinVersion12+" and "+security.TLSMinVersion13+" are supported.")
 	fs.DurationVar(&a.Keepalive.Time, "keepaliveInterval", a.Keepalive.Time, "gRPC keepalive interval")
 	fs.DurationVar(&a.Keepalive.Timeout, "keepaliveTimeout", a.Keepalive.Timeout, "gRPC keepalive timeout")
 	fs.DurationVar(&a.Keepalive.MaxServerConnectionAge, "keepaliveMaxServerConnectionAge", a.Keepalive.MaxServerConnectionAge, "Maximum age of an xDS connection before it is closed")
@@ -45,13 +62,51 @@ func addDiscoveryFlags(fs *pflag.FlagSet, a *bootstrap.PilotArgs, lo *logOptions
 	fs.BoolVar(&a.Profile, "profile", a.Profile, "Serve /debug/pprof")
 	fs.DurationVar(&a.ShutdownDuration, "shutdownDuration", a.ShutdownDuration, "Time allowed for graceful shutdown")
 	fs.DurationVar(&a.FileResync, "fileResync", a.FileResync, "How often --configDir is re-read even without file events")
-	fs.StringVar(&lo.levels, "log_output_level", lo.levels, "Comma-separated scope:level list (levels: debug, info, warn, error, none), e.g. default:info,model:debug")
-	fs.BoolVar(&lo.json, "log_as_json", lo.json, "Write logs as JSON")
+	addLogFlags(fs, lo)
+	// ControlZ is not served: the flags are accepted, and said to be ignored
+	fs.Uint16Var(&tf.ctrlzPort, "ctrlz_port", 9876, "The IP port to use for the ControlZ introspection facility (not served: ignored)")
+	fs.StringVar(&tf.ctrlzAddress, "ctrlz_address", "localhost", "The IP Address to listen on for the ControlZ introspection facility (not served: ignored)")
 }
 
-type logOptions struct {
-	levels string
-	json   bool
+// tlsFlags are the discovery flags read into something other than
+// PilotArgs' own fields.
+type tlsFlags struct {
+	cipherSuites []string
+	minVersion   string
+	ctrlzPort    uint16
+	ctrlzAddress string
+}
+
+// ignoredFlags are flags pilot-discovery has that do nothing here: each
+// one given says so once.
+var ignoredFlags = map[string]string{
+	"ctrlz_port":    "this istiod serves no ControlZ introspection",
+	"ctrlz_address": "this istiod serves no ControlZ introspection",
+}
+
+// completeArgs parses and checks what pilot-discovery checks before it
+// starts (its validateFlags): at most one alias per cluster, a known
+// minimum TLS version and known cipher suites.
+func completeArgs(a *bootstrap.PilotArgs, tf tlsFlags) error {
+	seen := map[string]bool{}
+	for _, alias := range slices.Sorted(maps.Keys(a.ClusterAliases)) {
+		id := a.ClusterAliases[alias]
+		if seen[id] {
+			return errors.New("More than one cluster alias for cluster id: " + id)
+		}
+		seen[id] = true
+	}
+	v, err := security.TLSMinVersion(tf.minVersion)
+	if err != nil {
+		return err
+	}
+	a.TLS.MinVersion = v
+	suites, err := security.TLSCipherSuites(tf.cipherSuites)
+	if err != nil {
+		return err
+	}
+	a.TLS.CipherSuites = suites
+	return nil
 }
 
 // argsFromEnv applies the environment istiod reads at startup; flags given
@@ -59,6 +114,8 @@ type logOptions struct {
 func argsFromEnv(a *bootstrap.PilotArgs) error {
 	if v := os.Getenv("POD_NAMESPACE"); v != "" {
 		a.Namespace = v
+		a.CniNamespace = v
+		a.ClusterRegistriesNamespace = v
 	}
 	if v := os.Getenv("REVISION"); v != "" {
 		a.Revision = v
@@ -78,12 +135,16 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 	if err := securityFromEnv(&a.Security); err != nil {
 		return err
 	}
+	if err := bootstrap.AutoRegistrationFromEnv(os.Getenv, &a.AutoRegistration); err != nil {
+		return err
+	}
 	mongo, release := !a.NoMongoFilter, !a.KeepIdleMemory
 	for _, e := range []struct {
 		name string
 		dst  *bool
 	}{
 		{"PILOT_ENABLE_GATEWAY_API", &a.EnableGatewayAPI},
+		{"PILOT_ENABLE_AMBIENT", &a.EnableAmbient},
 		{"PILOT_SCOPE_GATEWAY_TO_NAMESPACE", &a.ScopeGatewayToNamespace},
 		{"PILOT_FILTER_GATEWAY_CLUSTER_CONFIG", &a.FilterGatewayClusters},
 		{"ENABLE_TLS_ON_SIDECAR_INGRESS", &a.SidecarIngressTLS},
@@ -204,9 +265,10 @@ func debounceFromEnv(a *bootstrap.PilotArgs) error {
 	return nil
 }
 
-func newDiscoveryCommand() *cobra.Command {
+func newDiscoveryCommand(run func(bootstrap.PilotArgs) error) *cobra.Command {
 	args := bootstrap.DefaultArgs()
-	lo := logOptions{levels: "default:info"}
+	lo := defaultLogOptions()
+	var tf tlsFlags
 	cmd := &cobra.Command{
 		Use:   "discovery",
 		Short: "Run the control plane",
@@ -222,25 +284,40 @@ func newDiscoveryCommand() *cobra.Command {
 			if err := argsFromEnv(&args); err != nil {
 				return runError{err}
 			}
-			if explicit["namespace"] {
-				args.Namespace = saved.Namespace
+			for _, f := range []struct {
+				name       string
+				dst, saved *string
+			}{
+				{"namespace", &args.Namespace, &saved.Namespace},
+				{"revision", &args.Revision, &saved.Revision},
+				{"clusterID", &args.ClusterID, &saved.ClusterID},
+				{"cniNamespace", &args.CniNamespace, &saved.CniNamespace},
+				{"clusterRegistriesNamespace", &args.ClusterRegistriesNamespace, &saved.ClusterRegistriesNamespace},
+			} {
+				if explicit[f.name] {
+					*f.dst = *f.saved
+				}
 			}
-			if explicit["revision"] {
-				args.Revision = saved.Revision
-			}
-			if explicit["clusterID"] {
-				args.ClusterID = saved.ClusterID
-			}
-			if err := log.Configure(log.Options{OutputLevels: lo.levels, JSON: lo.json, Out: cmd.ErrOrStderr()}); err != nil {
+			if err := completeArgs(&args, tf); err != nil {
 				return err
 			}
-			if err := runDiscovery(args); err != nil {
+			if err := lo.configure(cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			// pilot-discovery logs its flags first (its pkg/cmd PrintFlags)
+			cmd.Flags().VisitAll(func(f *pflag.Flag) { log.Infof("FLAG: --%s=%q", f.Name, f.Value) })
+			for _, name := range slices.Sorted(maps.Keys(ignoredFlags)) {
+				if explicit[name] {
+					log.Warnf("--%s is ignored: %s", name, ignoredFlags[name])
+				}
+			}
+			if err := run(args); err != nil {
 				return runError{err}
 			}
 			return nil
 		},
 	}
-	addDiscoveryFlags(cmd.Flags(), &args, &lo)
+	addDiscoveryFlags(cmd.Flags(), &args, &lo, &tf)
 	return cmd
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/meshplane/istiod/pilot/pkg/bootstrap"
 )
 
 // Main runs the command line with args and returns the process exit code.
@@ -13,7 +15,16 @@ import (
 // line (unknown command or flag, missing or extra argument, bad value) is
 // followed by the command's usage hint.
 func Main(args []string, stdout, stderr io.Writer) int {
-	root := NewRootCommand(stdout, stderr)
+	return MainAs("istiod", args, stdout, stderr)
+}
+
+// MainAs is Main for a binary invoked as name (the base name of argv[0]):
+// a copy or link named pilot-discovery, as Istio's image calls its
+// binary, names itself so in its messages; the commands are the same
+// (`pilot-discovery discovery ...`, `pilot-discovery request GET
+// /debug/syncz`).
+func MainAs(name string, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(name, stdout, stderr, runDiscovery)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	return report(cmd, err, stderr)
@@ -52,8 +63,14 @@ func (e runError) Unwrap() error { return e.err }
 
 // NewRootCommand builds the istiod command tree.
 func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	return newRootCommand("istiod", stdout, stderr, runDiscovery)
+}
+
+// newRootCommand builds the tree named name; run is what discovery runs
+// once its flags and environment are read (tests pass their own).
+func newRootCommand(name string, stdout, stderr io.Writer, run func(bootstrap.PilotArgs) error) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "istiod",
+		Use:   name,
 		Short: "Istio-compatible control plane",
 		// Main prints errors (cobra would print usage on every error, a
 		// server failure included)
@@ -62,6 +79,6 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newDiscoveryCommand(), newValidateCommand(), newVersionCommand())
+	root.AddCommand(newDiscoveryCommand(run), newValidateCommand(), newVersionCommand(), newRequestCommand())
 	return root
 }

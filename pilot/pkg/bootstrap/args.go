@@ -15,6 +15,17 @@ type PilotArgs struct {
 	Revision  string
 	ClusterID string
 	PodName   string
+	// ClusterAliases map a cluster ID a proxy declares (its CLUSTER_ID
+	// metadata) to the cluster it is taken to be in (--clusterAliases,
+	// alias=cluster; at most one alias per cluster).
+	ClusterAliases map[string]string
+	// ClusterRegistriesNamespace is where the remote clusters' secrets are
+	// read (--clusterRegistriesNamespace; default POD_NAMESPACE, else
+	// istio-system, as pilot-discovery).
+	ClusterRegistriesNamespace string
+	// CniNamespace is the namespace istio-cni runs in (--cniNamespace;
+	// same default).
+	CniNamespace string
 
 	// Config sources
 	ConfigDir          string
@@ -26,6 +37,8 @@ type PilotArgs struct {
 	KubernetesAPIBurst int
 	// EnableGatewayAPI stores Gateway API kinds too (PILOT_ENABLE_GATEWAY_API).
 	EnableGatewayAPI bool
+	// EnableAmbient serves ztunnel the workload API (PILOT_ENABLE_AMBIENT).
+	EnableAmbient bool
 	// ScopeGatewayToNamespace: a gateway proxy takes only the Gateways of
 	// its namespace (PILOT_SCOPE_GATEWAY_TO_NAMESPACE).
 	ScopeGatewayToNamespace bool
@@ -91,11 +104,17 @@ type PilotArgs struct {
 	RequestLimit float64
 	// Security configures the CA and the TLS xDS port.
 	Security SecurityOptions
+	// TLS is the serving certificate from files and the TLS settings of
+	// the secure gRPC port and the webhooks (tlsfiles.go).
+	TLS TLSOptions
 	// Injection configures the sidecar injector (inject.go).
 	Injection InjectionOptions
 	// GatewayDeployment configures the generation of Gateways'
 	// Deployments, Services and ServiceAccounts (gatewaydeployment.go).
 	GatewayDeployment GatewayDeploymentOptions
+	// AutoRegistration configures the WorkloadEntries of VMs
+	// (autoregistration.go).
+	AutoRegistration AutoRegistrationOptions
 }
 
 // SecurityOptions configure the CA and the TLS port (environment, read
@@ -138,20 +157,22 @@ type KeepaliveOptions struct {
 // DefaultArgs returns pilot-discovery's defaults.
 func DefaultArgs() PilotArgs {
 	return PilotArgs{
-		Namespace:          "istio-system",
-		ClusterID:          "Kubernetes",
-		MeshConfigFile:     "./etc/istio/config/mesh",
-		NetworksConfigFile: "./etc/istio/config/meshNetworks",
-		Registries:         []string{"Kubernetes"},
-		KubernetesAPIQPS:   80,
-		KubernetesAPIBurst: 160,
-		EnableGatewayAPI:   true,
-		HTTPAddr:           ":8080",
-		GRPCAddr:           ":15010",
-		SecureGRPCAddr:     ":15012",
-		HTTPSAddr:          ":15017",
-		MonitoringAddr:     ":15014",
-		Domain:             "cluster.local",
+		Namespace:                  "istio-system",
+		ClusterRegistriesNamespace: "istio-system",
+		CniNamespace:               "istio-system",
+		ClusterID:                  "Kubernetes",
+		MeshConfigFile:             "./etc/istio/config/mesh",
+		NetworksConfigFile:         "./etc/istio/config/meshNetworks",
+		Registries:                 []string{"Kubernetes"},
+		KubernetesAPIQPS:           80,
+		KubernetesAPIBurst:         160,
+		EnableGatewayAPI:           true,
+		HTTPAddr:                   ":8080",
+		GRPCAddr:                   ":15010",
+		SecureGRPCAddr:             ":15012",
+		HTTPSAddr:                  ":15017",
+		MonitoringAddr:             ":15014",
+		Domain:                     "cluster.local",
 		Keepalive: KeepaliveOptions{
 			Time:                        30 * time.Second,
 			Timeout:                     10 * time.Second,
@@ -169,5 +190,6 @@ func DefaultArgs() PilotArgs {
 		SendTimeout: xds.DefaultSendTimeout,
 		GatewayDeployment: GatewayDeploymentOptions{Enabled: true, CopyLabelsAnnotations: true,
 			ManualDeployment: true},
+		AutoRegistration: DefaultAutoRegistrationOptions(),
 	}
 }

@@ -59,6 +59,7 @@ func (s *Server) initDiscovery() {
 		d.server.SetRequestLimit(limit)
 	}
 	d.server.SetControlPlane(controlPlaneID(s.args.PodName))
+	d.server.SetClusterAliases(s.args.ClusterAliases)
 	gens := &generators.SidecarGenerators{Endpoints: s.services.index, Discovery: s.services.aggregate,
 		FilterGatewayClusters: s.args.FilterGatewayClusters, SidecarIngressTLS: s.args.SidecarIngressTLS}
 	gens.DualStack, gens.IPv4OutboundForIPv6 = s.args.DualStack, s.args.IPv4OutboundForIPv6
@@ -108,6 +109,7 @@ func (s *Server) initDiscovery() {
 		d.engine.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.GlobalUpdate)})
 	})
 	s.services.engine = pushengine.Updater{Engine: d.engine, Proxies: d.server}
+	s.initAmbient(d)
 	d.grpc = newGRPCServer(d.server, s.args.Keepalive)
 	d.server.Register(d.grpc)
 	s.discovery = d

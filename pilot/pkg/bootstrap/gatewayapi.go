@@ -1,8 +1,6 @@
 package bootstrap
 
 import (
-	"os"
-
 	"github.com/meshplane/istiod/pilot/pkg/config/aggregate"
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/gateway"
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/gateway/statuswriter"
@@ -50,10 +48,7 @@ func (s *Server) initGatewayStatus(src *gateway.Source, store aggregate.Collecti
 	}
 	w := statuswriter.New(statuswriter.Options{Store: writer, Statuses: src.Statuses(),
 		Classes: store.Collection(gvk.GatewayClass), CreateClasses: true, ClassesServed: classesServed})
-	id := s.args.PodName
-	if id == "" {
-		id, _ = os.Hostname()
-	}
+	id := s.identity()
 	s.gatewayStatus = leaderelection.New(s.kubeClient.Kube(), s.args.Namespace,
 		leaderelection.PerRevision(leaderelection.GatewayStatusController, s.args.Revision), id, s.args.Security.LeaderElection)
 	s.gatewayStatus.AddRunFunction(w.Run)
@@ -61,14 +56,7 @@ func (s *Server) initGatewayStatus(src *gateway.Source, store aggregate.Collecti
 
 // startGatewayStatus contends for the gateway status Lease.
 func (s *Server) startGatewayStatus() {
-	if s.gatewayStatus == nil {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.gatewayStatus.Run(s.internalStop)
-	}()
+	s.contend(s.gatewayStatus)
 }
 
 // IsGatewayStatusLeader reports whether this replica writes Gateway API

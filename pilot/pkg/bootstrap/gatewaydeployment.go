@@ -1,8 +1,6 @@
 package bootstrap
 
 import (
-	"os"
-
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/gateway/deployment"
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/gvk"
@@ -85,10 +83,7 @@ func (s *Server) initGatewayDeployment() error {
 	if pcs := s.store.Collection(gvk.ProxyConfig); pcs != nil {
 		pcs.RegisterBatch(func([]krt.Event[config.Config]) { ctrl.EnqueueAll() }, false)
 	}
-	id := s.args.PodName
-	if id == "" {
-		id, _ = os.Hostname()
-	}
+	id := s.identity()
 	s.gatewayDeployment = leaderelection.New(s.kubeClient.Kube(), s.args.Namespace,
 		leaderelection.PerRevision(leaderelection.GatewayDeploymentController, s.args.Revision), id, s.args.Security.LeaderElection)
 	s.gatewayDeployment.AddRunFunction(ctrl.Run)
@@ -114,14 +109,7 @@ func (s *Server) gatewayInjectorWatcher() *inject.Watcher {
 
 // startGatewayDeployment contends for the gateway deployment Lease.
 func (s *Server) startGatewayDeployment() {
-	if s.gatewayDeployment == nil {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.gatewayDeployment.Run(s.internalStop)
-	}()
+	s.contend(s.gatewayDeployment)
 }
 
 // IsGatewayDeploymentLeader reports whether this replica generates

@@ -104,5 +104,8 @@ func (s *Server) HasSynced() bool {
 	if s.credentials != nil && !s.credentials.HasSynced() {
 		return false
 	}
+	if s.ambient != nil && !s.ambient.HasSynced() {
+		return false
+	}
 	return s.store.HasSynced()
 }

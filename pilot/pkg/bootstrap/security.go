@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"google.golang.org/grpc"
@@ -30,8 +29,12 @@ import (
 // TLS (--secureGRPCAddr), the root published to every namespace, the
 // serving certificate of the TLS port and of the webhooks (--httpsAddr).
 type secure struct {
-	ca       *ca.CA
-	serving  *ca.ServingCertHolder
+	ca *ca.CA
+	// serving is istiod's certificate from its CA; nil when files is set
+	serving *ca.ServingCertHolder
+	// files is the serving certificate of --tlsCertFile, --tlsKeyFile and
+	// --caCertFile (tlsfiles.go), nil without them
+	files    *fileCert
 	grpc     *grpc.Server
 	listener net.Listener
 	auths    []security.Authenticator
@@ -76,18 +79,26 @@ func (s *Server) initSecurity() error {
 	}
 	sans := ca.ServingCertSANs(s.args.Namespace, s.args.Revision, "", opts.CustomHosts)
 	scope.Infof("Discover server subject alt names: %v", sans)
-	dnsNames, ips := ca.SplitHosts(sans)
-	holder, err := ca.NewServingCertHolder(authority, dnsNames, ips)
-	if err != nil {
-		return fmt.Errorf("istiod serving certificate: %v", err)
+	sec := &secure{ca: authority, auths: []security.Authenticator{authenticate.NewClientCertAuthenticator()}}
+	if cert, key, caFile, ok := customTLSFiles(s.args.TLS); ok {
+		// a serving certificate from files (cert-manager, istio-csr)
+		// replaces one of istiod's own CA, as in Istio
+		scope.Infof("serving the TLS certificate of %s, %s and %s", cert, key, caFile)
+		sec.files = newFileCert(cert, key, caFile)
+	} else {
+		dnsNames, ips := ca.SplitHosts(sans)
+		holder, err := ca.NewServingCertHolder(authority, dnsNames, ips)
+		if err != nil {
+			return fmt.Errorf("istiod serving certificate: %v", err)
+		}
+		sec.serving = holder
 	}
-	sec := &secure{ca: authority, serving: holder, auths: []security.Authenticator{authenticate.NewClientCertAuthenticator()}}
 	if s.kubeClient != nil {
 		sec.auths = append(sec.auths, authenticate.NewKubeJWTAuthenticator(authenticate.KubeJWTOptions{
 			Client: s.kubeClient.Kube(), TrustDomainFunc: func() string { return s.mesh.Mesh().GetTrustDomain() },
 			Audiences: opts.TokenAudiences, ClusterID: s.args.ClusterID}))
 	}
-	sec.grpc = newGRPCServer(s.discovery.server, s.args.Keepalive, grpc.Creds(credentials.NewTLS(ca.ServerTLSConfig(authority, holder))))
+	sec.grpc = newGRPCServer(s.discovery.server, s.args.Keepalive, grpc.Creds(credentials.NewTLS(sec.serverTLSConfig(s.args.TLS))))
 	caserver.New(caserver.Options{CA: authority, Authenticators: sec.auths}).Register(sec.grpc)
 	d := s.discovery.server
 	d.Register(sec.grpc)
@@ -115,21 +126,25 @@ func (s *Server) initRootCertPublisher(sec *secure) {
 	if s.nsFilter != nil {
 		filter = s.nsFilter.Filter
 	}
-	sec.nsc = namespacecontroller.New(s.kubeClient.Kube(), namespacecontroller.Options{Filter: filter, Root: sec.ca.RootCertPEM()})
+	sec.nsc = namespacecontroller.New(s.kubeClient.Kube(), namespacecontroller.Options{Filter: filter, Root: sec.publishedRoot()})
 	if s.nsFilter != nil {
 		s.nsFilter.AddHandler(sec.nsc.ResyncAll)
 	}
 	// the webhook configurations of this revision trust the same root
-	wh := patcher.New(s.kubeClient.Kube(), patcher.Options{Revision: s.args.Revision, CABundle: sec.ca.RootCertPEM(),
+	wh := patcher.New(s.kubeClient.Kube(), patcher.Options{Revision: s.args.Revision, CABundle: sec.publishedRoot(),
 		ReadyForFailClose: patcher.DryRunInvalidGateway(s.kubeClient.Istio(), s.args.Namespace, s.args.Revision)})
-	sec.ca.OnRootChange(func() {
-		sec.nsc.SetRoot(sec.ca.RootCertPEM())
-		wh.SetCABundle(sec.ca.RootCertPEM())
-	})
-	id := s.args.PodName
-	if id == "" {
-		id, _ = os.Hostname()
+	republish := func() {
+		sec.nsc.SetRoot(sec.publishedRoot())
+		wh.SetCABundle(sec.publishedRoot())
 	}
+	// with a serving certificate from files, the files' CA bundle is the
+	// published root (Istio's namespace controller and webhook patchers
+	// read it from the same bundle); the CA's own root until it is read
+	sec.ca.OnRootChange(republish)
+	if sec.files != nil {
+		sec.files.onCAChange(republish)
+	}
+	id := s.identity()
 	sec.election = leaderelection.New(s.kubeClient.Kube(), s.args.Namespace, leaderelection.NamespaceController, id, s.args.Security.LeaderElection)
 	sec.election.AddRunFunction(sec.nsc.Run)
 	sec.election.AddRunFunction(wh.Run)
@@ -155,6 +170,13 @@ func (s *Server) startSecurity() error {
 		defer s.wg.Done()
 		sec.ca.Run(s.internalStop)
 	}()
+	if sec.files != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			sec.files.run(s.internalStop)
+		}()
+	}
 	if sec.election != nil {
 		s.wg.Add(1)
 		go func() {

@@ -13,11 +13,14 @@ import (
 
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
+	"github.com/meshplane/istiod/pilot/pkg/autoregistration"
 	"github.com/meshplane/istiod/pilot/pkg/config/aggregate"
 	"github.com/meshplane/istiod/pilot/pkg/config/file"
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crdclient"
 	"github.com/meshplane/istiod/pilot/pkg/config/memory"
 	"github.com/meshplane/istiod/pilot/pkg/credentials"
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/ambient"
 	xdsdebug "github.com/meshplane/istiod/pilot/pkg/xds/debug"
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/mesh/kubemesh"
@@ -73,6 +76,12 @@ type Server struct {
 	// gatewayDeployment elects the generator of Gateways' Deployments,
 	// Services and ServiceAccounts (gatewaydeployment.go)
 	gatewayDeployment *leaderelection.Election
+	// lastGood elects the writer of the last-good record (lastgood.go)
+	lastGood *leaderelection.Election
+	// ambient is the ambient index (ambient.go); nil unless PILOT_ENABLE_AMBIENT
+	ambient *ambient.Index
+	// workloadEntries registers VMs (autoregistration.go); nil when off
+	workloadEntries *autoregistration.Controller
 
 	wg sync.WaitGroup
 }
@@ -97,6 +106,7 @@ func NewServer(args PilotArgs) (*Server, error) {
 		return nil, err
 	}
 	s.initDiscovery()
+	s.initAutoRegistration()
 	if err := s.initSecurity(); err != nil {
 		return nil, err
 	}
@@ -203,10 +213,12 @@ func (s *Server) initConfigController() error {
 			DomainSuffix:    s.args.Domain,
 			NamespaceFilter: s.nsFilter,
 			Krt:             s.krtDebug,
+			LastGood:        crdclient.LastGoodOptions{Namespace: s.args.Namespace, Name: crdclient.LastGoodName(s.args.Revision)},
 		})
 		if err != nil {
 			return err
 		}
+		s.initLastGood(crd)
 		stores = append(stores, crd)
 		gw, err := s.gatewaySource(crd)
 		if err != nil {
@@ -248,6 +260,20 @@ func (s *Server) initServers() {
 		Registry:    s.services,
 		XDS:         s.discovery.server,
 		Pushz:       s.pushzHandler(),
+		Inject:      s.injection.debugHandler,
+		PushAll: func() {
+			s.discovery.engine.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.DebugTrigger)})
+		},
+	}
+	if s.kubeClient != nil {
+		// the cluster istiod runs in; there are no remote clusters
+		opts.Clusters = func() []xdsdebug.ClusterInfo {
+			st := xdsdebug.ClusterSyncing
+			if s.HasSynced() {
+				st = xdsdebug.ClusterSynced
+			}
+			return []xdsdebug.ClusterInfo{{ID: s.args.ClusterID, SyncStatus: st}}
+		}
 	}
 	if c := s.CA(); c != nil {
 		opts.CA = c
@@ -257,19 +283,18 @@ func (s *Server) initServers() {
 		opts.Authenticate = s.secure.httpAuthenticate
 	}
 	debug := xdsdebug.New(opts)
-	debug.AddAuthorizationz(s.discovery.authorizationz)
-	debug.AddTelemetryz(s.discovery.telemetryz)
+	debug.AddPolicyz(s.discovery.authorizationz)
+	debug.AddProxyTelemetryz(s.discovery.telemetryz)
+	debug.RegisterXDS(s.discovery.server, s.args.Namespace)
 	httpMux := http.NewServeMux()
 	httpMux.HandleFunc("/ready", s.ready)
 	debug.Install(httpMux)
-	httpMux.HandleFunc("/debug/inject", s.injection.debugHandler)
 	s.httpServer = &http.Server{Handler: httpMux, ReadHeaderTimeout: 10 * time.Second}
 
 	monMux := http.NewServeMux()
 	monMux.Handle("/metrics", metricsHandler())
 	monMux.HandleFunc("/version", versionHandler)
 	debug.Install(monMux)
-	monMux.HandleFunc("/debug/inject", s.injection.debugHandler)
 	s.monitoringServer = &http.Server{Handler: monMux, ReadHeaderTimeout: 10 * time.Second}
 }
 
@@ -361,6 +386,8 @@ func (s *Server) Start() (err error) {
 	}
 	s.startGatewayStatus()
 	s.startGatewayDeployment()
+	s.startAutoRegistration()
+	s.startLastGood()
 	return s.startSecureAndWebhooks()
 }
 

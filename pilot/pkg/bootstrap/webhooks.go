@@ -14,13 +14,13 @@ import (
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
 	"github.com/meshplane/istiod/pkg/config/validation"
-	"github.com/meshplane/istiod/pkg/security/ca"
 	"github.com/meshplane/istiod/pkg/webhooks/validation/server"
 )
 
 // webhooks is the HTTPS server on --httpsAddr (Istio's 15017): the config
 // validation webhook and the sidecar injection webhook, with istiod's
-// serving certificate (the one 15012 presents).
+// serving certificate (the one 15012 presents: its CA's, or the files of
+// --tlsCertFile, see tlsfiles.go).
 type webhooks struct {
 	srv      *http.Server
 	listener net.Listener
@@ -52,7 +52,15 @@ func (s *Server) startWebhooks() error {
 	if err != nil {
 		return fmt.Errorf("--httpsAddr %s: %v", s.args.HTTPSAddr, err)
 	}
-	srv := newWebhookServer(mux, ca.ServerTLSConfig(s.secure.ca, s.secure.serving), defaultWebhookTimeouts)
+	srv := newWebhookServer(mux, s.secure.serverTLSConfig(s.args.TLS), defaultWebhookTimeouts)
+	if !http2Allowed(s.args.TLS) {
+		// net/http would refuse to serve at all; the API server speaks
+		// HTTP/1.1 to webhooks as well
+		scope.Warnf("--tls-cipher-suites has neither TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 nor TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, " +
+			"which HTTP/2 requires: the webhook server on --httpsAddr speaks HTTP/1.1 only")
+		srv.TLSConfig = http1Only(srv.TLSConfig)
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
 	s.webhooks = &webhooks{srv: srv, listener: l}
 	scope.Infof("webhook https server listening on %s", l.Addr())
 	s.wg.Add(1)

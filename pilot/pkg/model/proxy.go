@@ -93,6 +93,12 @@ type NodeMetadata struct {
 	// timeout of its TCP proxies where no DestinationRule sets one, and of
 	// its HTTP connection managers.
 	IdleTimeout string `json:"IDLE_TIMEOUT,omitempty"`
+	// AutoRegisterGroup is the WorkloadGroup a VM registers itself with
+	// (ISTIO_META_AUTO_REGISTER_GROUP; see pilot/pkg/autoregistration).
+	AutoRegisterGroup string `json:"AUTO_REGISTER_GROUP,omitempty"`
+	// WorkloadEntry is the existing WorkloadEntry the proxy is
+	// (ISTIO_META_WORKLOAD_ENTRY): its health reports go to that entry.
+	WorkloadEntry string `json:"WORKLOAD_ENTRY,omitempty"`
 
 	// Raw is the whole metadata as sent.
 	Raw map[string]any `json:"-"`

@@ -42,8 +42,8 @@ var PushTypeURLs = []string{
 
 // unaffectedKinds are the kinds that never concern a proxy type.
 var unaffectedKinds = map[NodeType][]kind.Kind{
-	Router:       {kind.Sidecar},
-	SidecarProxy: {kind.Gateway, kind.KubernetesGateway},
+	Router:       {kind.Sidecar, kind.Address},
+	SidecarProxy: {kind.Gateway, kind.KubernetesGateway, kind.Address},
 }
 
 // ProxyNeedsPush reports whether req concerns proxy (rules 1–4 above),
@@ -60,7 +60,12 @@ func ProxyNeedsPushSince(proxy *Proxy, req *PushRequest, last *SidecarScope) boo
 	if req == nil || req.Forced || len(req.ConfigsUpdated) == 0 || req.Push == nil || proxy == nil {
 		return true
 	}
-	if proxy.Type == Waypoint || proxy.Type == Ztunnel {
+	if proxy.Type == Ztunnel {
+		// ztunnel holds the workload API only: every change of it is an
+		// Address update (the ambient index signals its policies too)
+		return HasConfigsOfKind(req.ConfigsUpdated, kind.Address)
+	}
+	if proxy.Type == Waypoint {
 		return true
 	}
 	push := req.Push

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,7 +60,24 @@ type DiscoveryServer struct {
 	enc *Encodings
 	// labeler gives proxies their workload's labels (nil: the metadata's).
 	labeler model.WorkloadLabeler
+	// clusterAliases map a proxy's CLUSTER_ID to the cluster it is in
+	// (--clusterAliases).
+	clusterAliases map[string]string
+	// observer follows the streams (nil: none; see ConnectionObserver).
+	observer ConnectionObserver
+	// ambient serves ztunnel (PILOT_ENABLE_AMBIENT); without it a ztunnel
+	// is refused as Istio refuses it.
+	ambient bool
 }
+
+// SetAmbient serves ztunnel the workload API (PILOT_ENABLE_AMBIENT). Call
+// before serving.
+func (s *DiscoveryServer) SetAmbient(enabled bool) { s.ambient = enabled }
+
+// SetClusterAliases maps cluster IDs: a proxy whose CLUSTER_ID is a key of
+// aliases is taken to run in the cluster it maps to, as with Istio's
+// --clusterAliases. Call before serving.
+func (s *DiscoveryServer) SetClusterAliases(aliases map[string]string) { s.clusterAliases = aliases }
 
 // SetControlPlane sets the identifier every response carries (Istio's JSON
 // of component, pod name and build info). Call before serving.
@@ -161,8 +179,14 @@ func (s *DiscoveryServer) addConnection(c *Connection) {
 
 func (s *DiscoveryServer) removeConnection(c *Connection) {
 	s.mu.Lock()
+	_, known := s.connections[c.ID]
 	delete(s.connections, c.ID)
 	s.mu.Unlock()
+	if !known {
+		adsLog.Errorf("removing connection %s, which is not registered", c.ID)
+		totalXDSInternalErrors.WithLabelValues().Inc()
+		return
+	}
 	s.sent.leave(c.sentScope())
 	xdsClients.WithLabelValues(c.Proxy().Metadata.IstioVersion).Dec()
 }
@@ -178,6 +202,13 @@ func (s *DiscoveryServer) initConnection(ctx context.Context, node *core.Node, d
 	proxy, err := model.ParseServiceNodeWithMetadata(node.Id, node.Metadata)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if real, ok := s.clusterAliases[proxy.ClusterID()]; ok && proxy.Metadata != nil {
+		proxy.Metadata.ClusterID = real
+	}
+	if proxy.Type == model.Ztunnel && !s.ambient {
+		// Istio's words; a plain error, as Istio's (gRPC code Unknown)
+		return nil, errors.New("ztunnel requires PILOT_ENABLE_AMBIENT=true")
 	}
 	proxy.ServiceCluster = node.Cluster
 	nodeLocality := ""
@@ -225,7 +256,7 @@ func (s *DiscoveryServer) withWorkload(p *model.Proxy, nodeLocality string) *mod
 
 // StreamAggregatedResources serves one state-of-the-world ADS stream.
 func (s *DiscoveryServer) StreamAggregatedResources(stream discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	return serveStream(s, stream.Context(), stream.Recv, false,
+	return serveStream(s, stream.Context(), countRecvErrors(stream.Recv), false,
 		func(con *Connection, req *discovery.DiscoveryRequest) error {
 			return s.processRequest(con, stream, req)
 		},
@@ -239,6 +270,7 @@ func (s *DiscoveryServer) processRequest(con *Connection, stream sotwSender, req
 	short := ShortType(t)
 	if req.ErrorDetail != nil {
 		con.recordNACK(t, req.ResponseNonce, req.ErrorDetail.GetMessage())
+		recordRejectDetail(t, con.Proxy().ID, req.ErrorDetail)
 		return nil
 	}
 	con.mu.Lock()

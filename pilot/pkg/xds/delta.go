@@ -15,7 +15,7 @@ import (
 // DeltaAggregatedResources serves one delta ADS stream (the default of
 // Istio 1.31 sidecars).
 func (s *DiscoveryServer) DeltaAggregatedResources(stream discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
-	return serveStream(s, stream.Context(), stream.Recv, true,
+	return serveStream(s, stream.Context(), countRecvErrors(stream.Recv), true,
 		func(con *Connection, req *discovery.DeltaDiscoveryRequest) error {
 			return s.processDeltaRequest(con, stream, req)
 		},
@@ -48,6 +48,7 @@ func (s *DiscoveryServer) processDeltaRequest(con *Connection, stream deltaSende
 	subChange := len(req.ResourceNamesSubscribe) > 0 || len(req.ResourceNamesUnsubscribe) > 0
 	if req.ErrorDetail != nil {
 		con.recordNACK(t, req.ResponseNonce, req.ErrorDetail.GetMessage())
+		recordRejectDetail(t, con.Proxy().ID, req.ErrorDetail)
 		return nil
 	}
 	con.mu.Lock()

@@ -17,6 +17,11 @@ const (
 	ListenerType = "type.googleapis.com/envoy.config.listener.v3.Listener"
 	RouteType    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 	SecretType   = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+
+	// AddressType and AuthorizationType are the workload API ztunnel
+	// subscribes to (ambient).
+	AddressType       = "type.googleapis.com/istio.workload.Address"
+	AuthorizationType = "type.googleapis.com/istio.security.Authorization"
 )
 
 // pushOrder is the order types are pushed in: clusters before their
@@ -36,14 +41,19 @@ func ShortType(typeURL string) string {
 		return "rds"
 	case SecretType:
 		return "sds"
+	case AddressType:
+		return "wds"
+	case AuthorizationType:
+		return "wads"
 	}
 	return typeURL
 }
 
 // isWildcardType reports whether an empty subscription means "everything"
-// for the type (clusters and listeners), as the xDS protocol defines.
+// for the type (clusters and listeners, as the xDS protocol defines, and
+// the workload API, whose first empty request ztunnel means as wildcard).
 func isWildcardType(typeURL string) bool {
-	return typeURL == ClusterType || typeURL == ListenerType
+	return typeURL == ClusterType || typeURL == ListenerType || typeURL == AddressType || typeURL == AuthorizationType
 }
 
 // WatchedResource is what one connection watches of one type, and what was

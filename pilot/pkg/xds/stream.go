@@ -6,6 +6,7 @@ import (
 	"io"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -15,7 +16,11 @@ import (
 // serveStream runs one ADS stream of either protocol: a receive goroutine
 // feeds requests, and the loop handles them and the connection's pushes, one
 // at a time, until the stream ends. The first request must carry the node.
-func serveStream[R interface{ GetNode() *core.Node }](s *DiscoveryServer, ctx context.Context, recv func() (R, error), delta bool,
+func serveStream[R interface {
+	GetNode() *core.Node
+	GetTypeUrl() string
+	GetErrorDetail() *rpcstatus.Status
+}](s *DiscoveryServer, ctx context.Context, recv func() (R, error), delta bool,
 	process func(*Connection, R) error, push func(*Connection, *model.PushRequest) error,
 ) error {
 	if err := s.waitForRequestLimit(ctx); err != nil {
@@ -45,6 +50,7 @@ func serveStream[R interface{ GetNode() *core.Node }](s *DiscoveryServer, ctx co
 	defer func() {
 		if con != nil {
 			s.removeConnection(con)
+			s.observeDisconnect(con)
 		}
 	}()
 	for {
@@ -57,9 +63,15 @@ func serveStream[R interface{ GetNode() *core.Node }](s *DiscoveryServer, ctx co
 			}
 			return err
 		case req := <-reqs:
+			if s.takeHealth(con, req.GetTypeUrl(), req.GetErrorDetail()) {
+				continue
+			}
 			if con == nil {
 				c, err := s.initConnection(ctx, req.GetNode(), delta, ids)
 				if err != nil {
+					return err
+				}
+				if err := s.observeConnect(c); err != nil {
 					return err
 				}
 				con = c

@@ -83,9 +83,13 @@ const secCRDRule = " (a rule of the CRD schema, which Istio's validation does no
 // rejects; the CRD schema's further rules are warnings.
 func secJWTRule(r *Report, p Path, rule *security.JWTRule) {
 	if rule.GetIssuer() == "" && rule.GetJwksUri() == "" {
-		r.Errorf(p.Field("issuer"), "issuer must be set (issuer or jwksUri must be non-empty string)")
+		r.Errorf(p.Field("issuer"), "issuer or jwksUri must be non-empty string")
 	}
-	secNoEmptyValues(r, p.Field("audiences"), rule.GetAudiences())
+	for i, a := range rule.GetAudiences() {
+		if a == "" {
+			r.Errorf(p.Field("audiences").Index(i), "audience must be non-empty string")
+		}
+	}
 	if rule.GetJwksUri() != "" && rule.GetJwks() != "" {
 		r.Warnf(p, "only one of jwks or jwksUri can be set"+secCRDRule)
 	}
@@ -93,12 +97,16 @@ func secJWTRule(r *Report, p Path, rule *security.JWTRule) {
 		secJwksURI(r, p.Field("jwksUri"), u)
 	}
 	if rule.GetJwks() != "" {
-		r.Add(p.Field("jwks"), secJwks(rule.GetJwks()))
+		private, err := secJwks(rule.GetJwks())
+		r.Add(p.Field("jwks"), err)
+		for _, i := range private {
+			r.Warnf(p.Field("jwks"), "jwks key at index %d contains private key material; only public keys are used for verification", i)
+		}
 	}
 	for i, h := range rule.GetFromHeaders() {
 		hp := p.Field("fromHeaders").Index(i)
 		if h == nil {
-			r.Errorf(hp, "location header must not be null")
+			r.Errorf(hp, "location header name must be non-null")
 			continue
 		}
 		if h.GetName() == "" {
@@ -121,10 +129,15 @@ func secJWTRule(r *Report, p Path, rule *security.JWTRule) {
 			r.Errorf(cp, "outputClaimToHeaders must not be null")
 			continue
 		}
-		if c.GetClaim() == "" {
-			r.Errorf(cp.Field("claim"), "outputClaimToHeaders claim must be non-empty string")
+		if c.GetClaim() == "" || c.GetHeader() == "" {
+			at := cp.Field("claim")
+			if c.GetClaim() != "" {
+				at = cp.Field("header")
+			}
+			r.Errorf(at, "outputClaimToHeaders header and claim value must be non-empty string")
+			continue
 		}
-		r.Add(cp.Field("header"), secHeaderNameStrict(c.GetHeader()))
+		r.Add(cp.Field("header"), netCheckHeaderName(c.GetHeader()))
 	}
 	for i, c := range rule.GetSpaceDelimitedClaims() {
 		if c == "" {
@@ -132,7 +145,7 @@ func secJWTRule(r *Report, p Path, rule *security.JWTRule) {
 		}
 	}
 	if rule.GetTimeout() != nil {
-		r.Add(p.Field("timeout"), CheckDuration(rule.GetTimeout()))
+		r.Add(p.Field("timeout"), netCheckDuration(rule.GetTimeout()))
 	}
 }
 
@@ -166,31 +179,48 @@ func secJwksURI(r *Report, p Path, raw string) {
 	}
 }
 
-// secJwks accepts a JSON Web Key or a JSON Web Key Set.
-func secJwks(raw string) error {
+// secJwks accepts a JSON Web Key or a JSON Web Key Set; it returns the
+// indexes of the keys that hold private key material (a private exponent
+// or key, or a symmetric key).
+func secJwks(raw string) (private []int, err error) {
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
-		return fmt.Errorf("jwks parse error: %v", err)
+		return nil, fmt.Errorf("jwks parse error: %v", err)
 	}
 	keys, isSet := doc["keys"]
 	if !isSet {
 		if _, ok := doc["kty"].(string); !ok {
-			return fmt.Errorf("jwks parse error: key has no \"kty\"")
+			return nil, fmt.Errorf("jwks parse error: key has no \"kty\"")
 		}
-		return nil
+		if secPrivateJWK(doc) {
+			private = append(private, 0)
+		}
+		return private, nil
 	}
 	list, ok := keys.([]any)
 	if !ok {
-		return fmt.Errorf("jwks parse error: \"keys\" must be a list")
+		return nil, fmt.Errorf("jwks parse error: \"keys\" must be a list")
 	}
 	for i, k := range list {
 		obj, ok := k.(map[string]any)
 		if !ok {
-			return fmt.Errorf("jwks parse error: keys[%d] is not an object", i)
+			return nil, fmt.Errorf("jwks parse error: keys[%d] is not an object", i)
 		}
 		if _, ok := obj["kty"].(string); !ok {
-			return fmt.Errorf("jwks parse error: keys[%d] has no \"kty\"", i)
+			return nil, fmt.Errorf("jwks parse error: keys[%d] has no \"kty\"", i)
+		}
+		if secPrivateJWK(obj) {
+			private = append(private, i)
 		}
 	}
-	return nil
+	return private, nil
+}
+
+// secPrivateJWK reports whether a JSON Web Key holds private key material.
+func secPrivateJWK(k map[string]any) bool {
+	if k["kty"] == "oct" {
+		return true
+	}
+	_, d := k["d"]
+	return d
 }

@@ -89,7 +89,7 @@ func TestValidateAuthorizationPolicy(t *testing.T) {
 		{name: "nil spec", spec: nil, wantErr: []string{"cannot cast to"}},
 		{name: "custom without provider", spec: &security.AuthorizationPolicy{
 			Action: security.AuthorizationPolicy_CUSTOM, Rules: []*security.Rule{{}},
-		}, wantErr: []string{"spec.provider.name: `provider.name` must not be empty"}},
+		}, wantErr: []string{"spec.provider.name: invalid policy foo.bar: `provider.name` must not be empty"}},
 		{name: "custom with provider", spec: &security.AuthorizationPolicy{
 			Action:       security.AuthorizationPolicy_CUSTOM,
 			ActionDetail: &security.AuthorizationPolicy_Provider{Provider: &security.AuthorizationPolicy_ExtensionProvider{Name: "ext"}},
@@ -103,14 +103,14 @@ func TestValidateAuthorizationPolicy(t *testing.T) {
 				When: []*security.Condition{{Key: "request.auth.claims[iss]", Values: []string{"x"}}},
 			}},
 		}, wantErr: []string{
-			"spec.rules[0].from[0].source.principals: principals is currently not supported with CUSTOM action",
-			"spec.rules[0].when[0].key: request.auth.claims[iss] is currently not supported with CUSTOM action",
+			"spec.rules[0].from[0].source.principals: invalid policy foo.bar: From.Principals is currently not supported with CUSTOM action",
+			"spec.rules[0].when[0].key: invalid policy foo.bar: request.auth.claims[iss] is currently not supported with CUSTOM action",
 		}},
 		{name: "provider with allow", spec: &security.AuthorizationPolicy{
 			ActionDetail: &security.AuthorizationPolicy_Provider{Provider: &security.AuthorizationPolicy_ExtensionProvider{Name: "ext"}},
-		}, wantErr: []string{"spec.provider: `provider` must not be set with non CUSTOM action, found ALLOW"}},
+		}, wantErr: []string{"spec.provider: invalid policy foo.bar: `provider` must not be with non CUSTOM action, found ALLOW"}},
 		{name: "deny without rules", spec: &security.AuthorizationPolicy{Action: security.AuthorizationPolicy_DENY},
-			wantErr: []string{"spec.rules: DENY action without `rules` is meaningless"}},
+			wantErr: []string{"spec.rules: invalid policy foo.bar: DENY action without `rules` is meaningless"}},
 		{name: "deny empty rules list", spec: &security.AuthorizationPolicy{
 			Action: security.AuthorizationPolicy_DENY, Rules: []*security.Rule{},
 		}, wantErr: []string{"DENY action without `rules`"}},
@@ -126,7 +126,7 @@ func TestValidateAuthorizationPolicy(t *testing.T) {
 			wantWarn: []string{"spec.rules: AUDIT action without `rules`"}},
 		{name: "selector and targetRefs", spec: &security.AuthorizationPolicy{
 			Selector: sel, TargetRefs: []*typev1beta1.PolicyTargetReference{gw},
-		}, wantErr: []string{"spec.targetRefs: only one of targetRefs or workloadSelector can be set"}},
+		}, wantErr: []string{"spec.targetRefs: invalid policy foo.bar: only one of targetRefs or workloadSelector can be set"}},
 		{name: "gatewayclass and service entry targets", spec: &security.AuthorizationPolicy{
 			TargetRefs: []*typev1beta1.PolicyTargetReference{
 				{Group: "gateway.networking.k8s.io", Kind: "GatewayClass", Name: "istio-waypoint"},
@@ -137,13 +137,13 @@ func TestValidateAuthorizationPolicy(t *testing.T) {
 		{name: "bad targetRef", spec: &security.AuthorizationPolicy{
 			TargetRefs: []*typev1beta1.PolicyTargetReference{{Group: "apps", Kind: "Deployment", Namespace: "other"}},
 		}, wantErr: []string{
-			"spec.targetRefs[0].kind: targetRef must be to one of",
-			"spec.targetRefs[0].name: targetRef name must be set",
-			"spec.targetRefs[0].namespace: targetRef namespace must not be set",
+			"spec.targetRefs[0].kind: invalid policy foo.bar: targetRef must be to one of",
+			"spec.targetRefs[0].name: invalid policy foo.bar: targetRef name must be set",
+			"spec.targetRefs[0].namespace: invalid policy foo.bar: targetRef namespace must not be set",
 		}},
 		{name: "selector with wildcard", spec: &security.AuthorizationPolicy{
 			Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "*"}},
-		}, wantErr: []string{"spec.selector.matchLabels[app]: wildcard is not supported in selector"}},
+		}, wantErr: []string{"spec.selector.matchLabels[app]: invalid policy foo.bar: wildcard is not supported in selector"}},
 		{name: "selector without labels warns", spec: &security.AuthorizationPolicy{Selector: &typev1beta1.WorkloadSelector{}},
 			wantWarn: []string{"spec.selector: workload selector specified without labels"}},
 	}
@@ -154,26 +154,26 @@ func TestValidateAuthorizationPolicyRules(t *testing.T) {
 	cases := []secCase{
 		{name: "empty from source", spec: &security.AuthorizationPolicy{
 			Rules: []*security.Rule{{From: []*security.Rule_From{{}}}},
-		}, wantErr: []string{"spec.rules[0].from[0].source: `from.source` must not be null"}},
+		}, wantErr: []string{"spec.rules[0].from[0].source: invalid policy foo.bar: `from.source` must not be nil, found at rule 0"}},
 		{name: "source without fields", spec: &security.AuthorizationPolicy{
 			Rules: []*security.Rule{apRule(&security.Source{}, nil)},
-		}, wantErr: []string{"spec.rules[0].from[0].source: `from.source` must not be empty"}},
+		}, wantErr: []string{"spec.rules[0].from[0].source: invalid policy foo.bar: `from.source` must not be empty, found at rule 0"}},
 		{name: "operation without fields", spec: &security.AuthorizationPolicy{
 			Rules: []*security.Rule{apRule(nil, &security.Operation{})},
-		}, wantErr: []string{"spec.rules[0].to[0].operation: `to.operation` must not be empty"}},
+		}, wantErr: []string{"spec.rules[0].to[0].operation: invalid policy foo.bar: `to.operation` must not be empty, found at rule 0"}},
 		{name: "explicit empty from and to", spec: &security.AuthorizationPolicy{
 			Rules: []*security.Rule{{From: []*security.Rule_From{}, To: []*security.Rule_To{}}},
-		}, wantErr: []string{"spec.rules[0].from: `from` must not be empty", "spec.rules[0].to: `to` must not be empty"}},
+		}, wantErr: []string{"spec.rules[0].from: invalid policy foo.bar: `from` must not be empty, found at rule 0",
+			"spec.rules[0].to: invalid policy foo.bar: `to` must not be empty, found at rule 0"}},
 		{name: "null rule", spec: &security.AuthorizationPolicy{Rules: []*security.Rule{nil}},
-			wantErr: []string{"spec.rules[0]: `rule` must not be null"}},
+			wantErr: []string{"spec.rules[0]: invalid policy foo.bar: `rule` must not be nil, found at rule 0"}},
 		{name: "service accounts with namespaces", spec: &security.AuthorizationPolicy{
 			Rules: []*security.Rule{apRule(&security.Source{
 				Namespaces: []string{"ns"}, ServiceAccounts: []string{"ns/sa", "a/b/c", "*"},
 			}, nil)},
 		}, wantErr: []string{
-			"spec.rules[0].from[0].source: cannot set serviceAccounts with namespaces or principals",
-			"spec.rules[0].from[0].source.serviceAccounts[1]: expected format",
-			"spec.rules[0].from[0].source.serviceAccounts[2]: wildcard not allowed",
+			"spec.rules[0].from[0].source: invalid policy foo.bar: cannot set serviceAccounts with namespaces or principals, found at rule 0",
+			"spec.rules[0].from[0].source.serviceAccounts[1]: invalid policy foo.bar: expected format 'serviceAccount' or 'namespace/serviceAccount', found \"a/b/c\" in ServiceAccounts",
 		}},
 		{name: "condition problems", spec: &security.AuthorizationPolicy{
 			Rules: []*security.Rule{{When: []*security.Condition{
@@ -186,13 +186,13 @@ func TestValidateAuthorizationPolicyRules(t *testing.T) {
 				nil,
 			}}},
 		}, wantErr: []string{
-			"spec.rules[0].when[0].key: `key` must not be empty",
-			"spec.rules[0].when[1]: at least one of `values` or `notValues` must be set for key source.ip",
-			"spec.rules[0].when[2].key: unknown attribute: foo.bar",
-			"spec.rules[0].when[3].notValues[0]: bad port \"99999\"",
-			"spec.rules[0].when[4].key: bad key (request.headers): should have format a[b]",
-			"spec.rules[0].when[5].key: attribute destination.namespace is replaced by the metadata.namespace",
-			"spec.rules[0].when[6]: `when` condition must not be null",
+			"spec.rules[0].when[0].key: invalid policy foo.bar: `key` must not be empty",
+			"spec.rules[0].when[1]: invalid policy foo.bar: at least one of `values` or `notValues` must be set for key source.ip",
+			"spec.rules[0].when[2].key: invalid policy foo.bar: invalid `value` for `key` foo.bar: unknown attribute: foo.bar",
+			"spec.rules[0].when[3].notValues[0]: invalid policy foo.bar: invalid `notValue` for `key` destination.port: bad port (99999): <nil>",
+			"spec.rules[0].when[4].key: invalid policy foo.bar: invalid `value` for `key` request.headers: bad key (request.headers): should have format a[b]",
+			"spec.rules[0].when[5].key: invalid policy foo.bar: invalid `value` for `key` destination.namespace: attribute destination.namespace is replaced by the metadata.namespace",
+			"spec.rules[0].when[6].key: invalid policy foo.bar: `key` must not be empty",
 		}},
 		{name: "known condition keys", spec: &security.AuthorizationPolicy{
 			Rules: []*security.Rule{{When: []*security.Condition{
@@ -218,12 +218,11 @@ func TestValidateAuthorizationPolicyRules(t *testing.T) {
 			}, wantErr: []string{"metadata.annotations[istio.io/dry-run]: the annotation istio.io/dry-run currently only supports action ALLOW/DENY"}},
 		{name: "dry-run not a bool", annotations: map[string]string{"istio.io/dry-run": "maybe"},
 			spec:    &security.AuthorizationPolicy{},
-			wantErr: []string{"invalid value \"maybe\" for annotation istio.io/dry-run"}},
+			wantErr: []string{"metadata.annotations[istio.io/dry-run]: bar/foo has annotation istio.io/dry-run with invalid value (maybe): strconv.ParseBool: parsing \"maybe\": invalid syntax"}},
 		{name: "unsupported path template", spec: &security.AuthorizationPolicy{
 			Rules: []*security.Rule{apRule(nil, &security.Operation{Paths: []string{"/{**}/{*}", "/a/{name}", "/{**}/tail"}})},
 		}, wantErr: []string{
-			"spec.rules[0].to[0].operation.paths[0]: invalid path template",
-			"spec.rules[0].to[0].operation.paths[1]: invalid path template",
+			"spec.rules[0].to[0].operation.paths[0]: invalid policy foo.bar: invalid or unsupported path {**}/{*}, found in Paths. {**} is not the last operator",
 		}},
 	}
 	secRun(t, validation.ValidateAuthorizationPolicy, cases)
@@ -251,14 +250,14 @@ func TestAuthorizationPolicyReportsAllProblems(t *testing.T) {
 		Meta: config.Meta{Name: "foo", Namespace: "bar"}, Spec: spec,
 	})
 	want := []string{
-		"spec.provider.name: `provider.name` must not be empty",
-		"spec.targetRefs: only one of targetRefs or workloadSelector can be set",
-		"spec.rules[0].from[0].source.ipBlocks[1]: invalid IP address \"not-an-ip\"",
-		"spec.rules[0].from[0].source.remoteIpBlocks[0]: invalid CIDR \"10.0.0.0/33\"",
-		"spec.rules[0].to[0].operation.ports[0]: bad port \"0\"",
-		"spec.rules[0].to[0].operation.ports[1]: bad port \"http\"",
-		"spec.rules[0].to[0].operation.hosts[0]: empty value not allowed",
-		"spec.rules[0].when[0].values[0]: invalid IP address \"bad\"",
+		"spec.provider.name: invalid policy foo.bar: `provider.name` must not be empty",
+		"spec.targetRefs: invalid policy foo.bar: only one of targetRefs or workloadSelector can be set",
+		"spec.rules[0].from[0].source.ipBlocks[1]: invalid policy foo.bar: bad IP address (not-an-ip)",
+		"spec.rules[0].from[0].source.remoteIpBlocks[0]: invalid policy foo.bar: bad CIDR range (10.0.0.0/33): netip.ParsePrefix(\"10.0.0.0/33\"): prefix length out of range",
+		// port 0 is a port, as Istio sees it
+		"spec.rules[0].to[0].operation.ports[1]: invalid policy foo.bar: bad port (http): strconv.ParseUint: parsing \"http\": invalid syntax",
+		"spec.rules[0].to[0].operation.hosts[0]: invalid policy foo.bar: empty value not allowed, found in Hosts",
+		"spec.rules[0].when[0].values[0]: invalid policy foo.bar: invalid `value` for `key` source.ip: bad IP address (bad)",
 	}
 	secExpect(t, "error", err, want)
 	if got := len(validation.Problems(err)); got != len(want) {

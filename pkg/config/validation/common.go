@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -26,17 +27,38 @@ func CheckDNS1123Label(s string) error {
 
 // CheckFQDN validates a fully qualified domain name (no wildcard). Labels may
 // hold uppercase letters, as Istio allows, and a trailing dot is accepted.
+// The messages are Istio's.
 func CheckFQDN(host string) error {
-	h := strings.TrimSuffix(host, ".")
-	if h == "" {
-		return fmt.Errorf("domain name %q is empty", host)
+	if err := checkDomainPreconditions(host); err != nil {
+		return err
 	}
-	if len(h) > dnsNameMaxLength {
+	return checkDomainLabels(host, host)
+}
+
+// checkDomainPreconditions bounds the length of a domain name, as Istio
+// does before looking at its labels.
+func checkDomainPreconditions(host string) error {
+	if len(host) > dnsNameMaxLength {
 		return fmt.Errorf("domain name %q too long (max %d)", host, dnsNameMaxLength)
 	}
-	for _, label := range strings.Split(h, ".") {
-		if err := checkDNSLabel(label); err != nil {
-			return fmt.Errorf("domain name %q invalid (label %q: %v)", host, label, err)
+	if host == "" {
+		return fmt.Errorf("empty domain name not allowed")
+	}
+	return nil
+}
+
+// checkDomainLabels requires every label of labels (a domain name, or the
+// part of one after its first label) to be a DNS-1123 label; a trailing dot
+// is allowed, an all-numeric last label is not. domain is the name the
+// message reports.
+func checkDomainLabels(domain, labels string) error {
+	parts := strings.Split(strings.TrimSuffix(labels, "."), ".")
+	if tld := parts[len(parts)-1]; tld != "" && strings.Trim(tld, "0123456789") == "" {
+		return fmt.Errorf("domain name %q invalid (top level domain %q cannot be all-numeric)", domain, tld)
+	}
+	for _, label := range parts {
+		if checkDNSLabel(label) != nil {
+			return fmt.Errorf("domain name %q invalid (label %q invalid)", domain, label)
 		}
 	}
 	return nil
@@ -62,26 +84,37 @@ func checkDNSLabel(label string) error {
 	return nil
 }
 
-// CheckWildcardDNSName validates a host that may start with "*" or "*." (the
-// wildcard must be the whole first label), or be "*" alone.
+// CheckWildcardDNSName validates a host whose first label may be a
+// wildcard: "*" alone, or "*", "*" or "*-" followed by a DNS-1123 label
+// ("*.example.com", "*foo.example.com", "*-foo.example.com"); the other
+// labels are DNS-1123 labels. The messages are Istio's.
 func CheckWildcardDNSName(host string) error {
-	if host == "*" {
-		return nil
+	if err := checkDomainPreconditions(host); err != nil {
+		return err
 	}
-	if rest, ok := strings.CutPrefix(host, "*."); ok {
-		return CheckFQDN(rest)
+	first, rest, more := strings.Cut(host, ".")
+	if !isWildcardLabel(first) {
+		return fmt.Errorf("domain name %q invalid (label %q invalid)", host, first)
 	}
-	if rest, ok := strings.CutPrefix(host, "*"); ok {
-		// "*foo.com" is accepted by Istio: the wildcard prefix matches any characters
-		if rest == "" {
-			return nil
-		}
-		return CheckFQDN(rest)
+	if more {
+		return checkDomainLabels(rest, rest)
 	}
-	if strings.Contains(host, "*") {
-		return fmt.Errorf("wildcard is only allowed as the first character of host %q", host)
+	return nil
+}
+
+// isWildcardLabel reports whether label is a DNS-1123 label, "*", or one
+// prefixed with "*" or "*-".
+func isWildcardLabel(label string) bool {
+	if label == "*" {
+		return true
 	}
-	return CheckFQDN(host)
+	if rest, ok := strings.CutPrefix(label, "*-"); ok && checkDNSLabel(rest) == nil && len(label) <= dns1123LabelMaxLength {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(label, "*"); ok {
+		return checkDNSLabel(rest) == nil && len(label) <= dns1123LabelMaxLength
+	}
+	return checkDNSLabel(label) == nil
 }
 
 // CheckNamespacedHost validates a "namespace/dnsName" host as used by Gateway
@@ -147,8 +180,46 @@ func CheckPercent(v float64) error {
 	return nil
 }
 
-// CheckLabels validates label keys and values as Kubernetes does.
+// Label syntax as Istio checks the labels workloads carry (WorkloadEntry,
+// subsets, sourceLabels): a key is a qualified name with an optional DNS
+// prefix, a value is empty or a qualified name (of any length).
+const (
+	labelQualifiedFmt = "(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+	labelDNSLabelFmt  = "[a-zA-Z0-9](?:[-a-zA-Z0-9]*[a-zA-Z0-9])?"
+	labelPrefixMaxLen = 253
+)
+
+var (
+	labelKeyRe   = regexp.MustCompile("^(" + labelDNSLabelFmt + `(?:\.` + labelDNSLabelFmt + ")*/)?(" + labelQualifiedFmt + ")$")
+	labelValueRe = regexp.MustCompile("^(" + labelQualifiedFmt + ")?$")
+)
+
+// CheckLabels validates label keys and values as Istio does, with its
+// messages; the problems are sorted.
 func CheckLabels(labels map[string]string) error {
+	var msgs []string
+	for k, v := range labels {
+		switch m := labelKeyRe.FindStringSubmatch(k); {
+		case m == nil:
+			msgs = append(msgs, fmt.Sprintf("invalid tag key: %q", k))
+		case len(m[1]) > 0 && len(m[1])-1 > labelPrefixMaxLen:
+			msgs = append(msgs, fmt.Sprintf("invalid tag key: %q (DNS prefix is too long)", k))
+		case len(m[2]) > dns1123LabelMaxLength:
+			msgs = append(msgs, fmt.Sprintf("invalid tag key: %q (name is too long)", k))
+		}
+		if !labelValueRe.MatchString(v) {
+			msgs = append(msgs, fmt.Sprintf("invalid tag value: %q", v))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	sortStrings(msgs)
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
+// checkKubeLabels validates label keys and values as Kubernetes does.
+func checkKubeLabels(labels map[string]string) error {
 	var msgs []string
 	for k, v := range labels {
 		if k == "" {
@@ -175,46 +246,70 @@ func CheckLabels(labels map[string]string) error {
 // labels a selector selects by, so such a selector is accepted: it matches
 // no workload, as no workload can carry the label.
 func WarnSelectorLabels(r *Report, p Path, labels map[string]string) {
-	if err := CheckLabels(labels); err != nil {
+	if err := checkKubeLabels(labels); err != nil {
 		r.Warnf(p, "%v; the selector matches no workload", err)
 	}
 }
 
-// CheckIPOrCIDR accepts an IP address or a CIDR range.
+// CheckIPOrCIDR accepts an IP address or a CIDR range (Istio's messages).
 func CheckIPOrCIDR(s string) error {
-	if strings.Contains(s, "/") {
+	if strings.Count(s, "/") == 1 {
 		if _, err := netip.ParsePrefix(s); err != nil {
-			return fmt.Errorf("invalid CIDR %q", s)
+			return fmt.Errorf("%s is not a valid CIDR block", s)
 		}
 		return nil
 	}
 	if _, err := netip.ParseAddr(s); err != nil {
-		return fmt.Errorf("invalid IP address %q", s)
+		return fmt.Errorf("%s is not a valid IP", s)
 	}
 	return nil
 }
 
-// CheckExportTo validates an exportTo list: ".", "~", "*" or namespace names;
-// "*" and "~" cannot be combined with other entries.
-func CheckExportTo(exportTo []string) error {
-	seen := map[string]bool{}
-	for _, e := range exportTo {
-		if seen[e] {
-			return fmt.Errorf("duplicate entry %q in exportTo", e)
+// checkExportTo validates the exportTo list of an object of namespace ns,
+// with Istio's messages: ".", "*" or namespace names, no duplicates ("."
+// and ns are one), "*" alone; "~" (no one) alone and only for
+// ServiceEntries; a DestinationRule with a workload selector (drSelector)
+// only to its own namespace.
+func checkExportTo(r *Report, p Path, ns string, exportTo []string, serviceEntry, drSelector bool) {
+	if len(exportTo) == 0 {
+		return
+	}
+	set := map[string]bool{}
+	for i, e := range exportTo {
+		key := e
+		if e == "." && ns != "" {
+			key = ns
 		}
-		seen[e] = true
-		switch e {
-		case ".", "*", "~":
+		switch {
+		case set[key] && key != e:
+			r.Errorf(p.Index(i), "duplicate entries in exportTo: . and current namespace %s", ns)
+		case set[key]:
+			r.Errorf(p.Index(i), "duplicate entries in exportTo for entry %s", e)
+		case key == "~" && serviceEntry, key == "." || key == "*":
+			set[key] = true
+		case key == "~":
+			r.Errorf(p.Index(i), "exportTo ~ (none) is not allowed for Istio configuration objects")
+		case !netIsLabel(key):
+			r.Errorf(p.Index(i), "only .,*, or a valid DNS 1123 label is allowed as exportTo entry")
 		default:
-			if err := CheckDNS1123Label(e); err != nil {
-				return fmt.Errorf("invalid exportTo entry: %v", err)
-			}
+			set[key] = true
 		}
 	}
-	if (seen["*"] || seen["~"]) && len(exportTo) > 1 {
-		return fmt.Errorf("exportTo with '*' or '~' cannot hold other entries")
+	if drSelector && len(set) > 0 {
+		own := set[ns] || set["."]
+		switch {
+		case own && len(set) > 1:
+			r.Errorf(p, "destination rule with workload selector cannot have multiple entries in exportTo")
+		case !own:
+			r.Errorf(p, "destination rule with workload selector cannot have exportTo beyond current namespace")
+		}
 	}
-	return nil
+	if set["*"] && len(exportTo) > 1 {
+		r.Errorf(p, "cannot have both public (*) and non-public exportTo values for a resource")
+	}
+	if set["~"] && len(exportTo) > 1 {
+		r.Errorf(p, "cannot export service entry to no one (~) and someone")
+	}
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

@@ -3,7 +3,6 @@ package validation
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
@@ -23,7 +22,7 @@ func ValidateDestinationRule(cfg config.Config) (Warning, error) {
 	r := &Report{}
 	spec := Path("spec")
 	if dr.GetHost() == "" {
-		r.Errorf(spec.Field("host"), "host is required")
+		r.Errorf(spec.Field("host"), "empty domain name not allowed (host is required)")
 	} else if err := netCheckWildcardHost(dr.GetHost()); err != nil {
 		r.Errorf(spec.Field("host"), "invalid host %q: %v", dr.GetHost(), err)
 	}
@@ -37,38 +36,20 @@ func ValidateDestinationRule(cfg config.Config) (Warning, error) {
 		}
 		switch {
 		case s.GetName() == "":
-			r.Errorf(sp.Field("name"), "subset name is required")
+			r.Errorf(sp.Field("name"), "subset name cannot be empty")
 		case !netIsLabel(s.GetName()):
-			r.Errorf(sp.Field("name"), "subset name %q is invalid: must be a DNS-1123 label", s.GetName())
-		case names[s.GetName()]:
-			r.Errorf(sp.Field("name"), "duplicate subset name %q", s.GetName())
+			r.Errorf(sp.Field("name"), "subset name is invalid: %s (must be a DNS-1123 label)", s.GetName())
+		}
+		if names[s.GetName()] {
+			r.Errorf(sp.Field("name"), "duplicate subset names: %s", s.GetName())
 		}
 		names[s.GetName()] = true
 		r.Add(sp.Field("labels"), CheckLabels(s.GetLabels()))
 		drCheckTrafficPolicy(r, sp.Field("trafficPolicy"), s.GetTrafficPolicy(), cfg.Namespace)
 	}
-	drCheckExportTo(r, spec.Field("exportTo"), dr, cfg.Namespace)
+	checkExportTo(r, spec.Field("exportTo"), cfg.Namespace, dr.GetExportTo(), false, dr.GetWorkloadSelector() != nil)
 	netCheckTypeSelector(r, spec.Field("workloadSelector"), dr.GetWorkloadSelector())
 	return r.Result()
-}
-
-// drCheckExportTo validates exportTo; a DestinationRule with a workload
-// selector may only be exported to its own namespace.
-func drCheckExportTo(r *Report, p Path, dr *networking.DestinationRule, ns string) {
-	exportTo := dr.GetExportTo()
-	netCheckExportTo(r, p, exportTo, false)
-	if ns != "" && slices.Contains(exportTo, ".") && slices.Contains(exportTo, ns) {
-		r.Errorf(p, "duplicate entries in exportTo: . and current namespace %s", ns)
-	}
-	if dr.GetWorkloadSelector() == nil || len(exportTo) == 0 {
-		return
-	}
-	for _, e := range exportTo {
-		if e != "." && (ns == "" || e != ns) {
-			r.Errorf(p, "destination rule with workload selector cannot have exportTo beyond current namespace")
-			return
-		}
-	}
 }
 
 // drCheckTrafficPolicy validates a traffic policy (top level or subset).
@@ -95,10 +76,12 @@ func drCheckTrafficPolicy(r *Report, p Path, tp *networking.TrafficPolicy, ns st
 		if t.GetProtocol() != "" && t.GetProtocol() != "CONNECT" && t.GetProtocol() != "POST" {
 			r.Errorf(tnp.Field("protocol"), `tunnel protocol must be "CONNECT" or "POST"`)
 		}
-		if netCheckFQDN(t.GetTargetHost()) != nil && !netIsIP(t.GetTargetHost()) {
-			r.Errorf(tnp.Field("targetHost"), "tunnel target host %q must be a valid FQDN or IP address", t.GetTargetHost())
+		if fqdnErr, ipErr := netCheckFQDN(t.GetTargetHost()), netCheckIP(t.GetTargetHost()); fqdnErr != nil && ipErr != nil {
+			r.Errorf(tnp.Field("targetHost"), "tunnel target host must be valid FQDN or IP address: %s; %s", fqdnErr, ipErr)
 		}
-		r.Add(tnp.Field("targetPort"), CheckPort(t.GetTargetPort()))
+		if err := CheckPort(t.GetTargetPort()); err != nil {
+			r.Errorf(tnp.Field("targetPort"), "tunnel target port is invalid: %s", err)
+		}
 	}
 	if pp := tp.GetProxyProtocol(); pp != nil {
 		if _, ok := networking.TrafficPolicy_ProxyProtocol_VERSION_name[int32(pp.GetVersion())]; !ok {
@@ -121,11 +104,11 @@ func drCheckPortPolicies(r *Report, p Path, pls []*networking.TrafficPolicy_Port
 	for i, pl := range pls {
 		pp := p.Index(i)
 		if pl == nil {
-			r.Errorf(pp, "port traffic policy may not be null")
+			r.Errorf(pp, "traffic policy may not be null")
 			continue
 		}
 		if pl.GetPort() == nil {
-			r.Errorf(pp.Field("port"), "port traffic policy must have a port")
+			r.Errorf(pp.Field("port"), "portTrafficPolicy must have valid port")
 		} else {
 			n := pl.GetPort().GetNumber()
 			r.Add(pp.Field("port").Field("number"), CheckPort(n))
@@ -153,7 +136,7 @@ func drCheckOutlier(r *Report, p Path, o *networking.OutlierDetection) {
 	if ce := o.GetConsecutiveErrors(); ce < 0 {
 		r.Errorf(p.Field("consecutiveErrors"), "consecutiveErrors must be non-negative")
 	} else if ce != 0 {
-		r.Warnf(p.Field("consecutiveErrors"), "outlier detection consecutiveErrors is deprecated, use consecutiveGatewayErrors or consecutive5xxErrors instead")
+		r.Warnf(p.Field("consecutiveErrors"), "outlier detection consecutive errors is deprecated, use consecutiveGatewayErrors or consecutive5xxErrors instead")
 	}
 	if !o.GetSplitExternalLocalOriginErrors() && o.GetConsecutiveLocalOriginFailures().GetValue() > 0 {
 		r.Errorf(p.Field("consecutiveLocalOriginFailures"), "outlier detection consecutive local origin failures is specified, but split external local origin errors is set to false")
@@ -181,32 +164,43 @@ func netCheckConnectionPool(r *Report, p Path, cp *networking.ConnectionPoolSett
 	if h := cp.GetHttp(); h != nil {
 		hp := p.Field("http")
 		for _, f := range []struct {
-			name string
-			v    int32
+			name, what string
+			v          int32
 		}{
-			{"http1MaxPendingRequests", h.GetHttp1MaxPendingRequests()}, {"http2MaxRequests", h.GetHttp2MaxRequests()},
-			{"maxRequestsPerConnection", h.GetMaxRequestsPerConnection()}, {"maxRetries", h.GetMaxRetries()},
-			{"maxConcurrentStreams", h.GetMaxConcurrentStreams()},
+			{"http1MaxPendingRequests", "http1 max pending requests", h.GetHttp1MaxPendingRequests()},
+			{"http2MaxRequests", "http2 max requests", h.GetHttp2MaxRequests()},
+			{"maxRequestsPerConnection", "max requests per connection", h.GetMaxRequestsPerConnection()},
+			{"maxRetries", "max retries", h.GetMaxRetries()},
+			{"maxConcurrentStreams", "max concurrent streams", h.GetMaxConcurrentStreams()},
 		} {
 			if f.v < 0 {
-				r.Errorf(hp.Field(f.name), "%s must be non-negative", f.name)
+				r.Errorf(hp.Field(f.name), "%s must be non-negative", f.what)
 			}
 		}
 		if h.GetIdleTimeout() != nil {
 			r.Add(hp.Field("idleTimeout"), netCheckDuration(h.GetIdleTimeout()))
 		}
 		if h.GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE && h.GetUseClientProtocol() {
-			r.Errorf(hp.Field("useClientProtocol"), "useClientProtocol must not be true when h2UpgradePolicy is UPGRADE")
+			r.Errorf(hp.Field("useClientProtocol"), "use client protocol must not be true when H2UpgradePolicy is UPGRADE")
 		}
 		if ka := h.GetHttp2KeepAlive(); ka != nil {
-			r.Add(hp.Field("http2KeepAlive").Field("interval"), CheckNonNegativeDuration(ka.GetInterval()))
-			r.Add(hp.Field("http2KeepAlive").Field("timeout"), CheckNonNegativeDuration(ka.GetTimeout()))
+			kp := hp.Field("http2KeepAlive")
+			if ka.GetInterval() == nil {
+				r.Errorf(kp.Field("interval"), "http2 keepalive interval is required")
+			} else {
+				r.Add(kp.Field("interval"), netCheckDuration(ka.GetInterval()))
+			}
+			if ka.GetTimeout() == nil {
+				r.Errorf(kp.Field("timeout"), "http2 keepalive timeout is required")
+			} else {
+				r.Add(kp.Field("timeout"), netCheckDuration(ka.GetTimeout()))
+			}
 		}
 	}
 	if t := cp.GetTcp(); t != nil {
 		tp := p.Field("tcp")
 		if t.GetMaxConnections() < 0 {
-			r.Errorf(tp.Field("maxConnections"), "maxConnections must be non-negative")
+			r.Errorf(tp.Field("maxConnections"), "max connections must be non-negative")
 		}
 		if t.GetConnectTimeout() != nil {
 			r.Add(tp.Field("connectTimeout"), netCheckDuration(t.GetConnectTimeout()))
@@ -244,7 +238,11 @@ func drCheckLoadBalancer(r *Report, p Path, lb *networking.LoadBalancerSettings,
 	if ch := lb.GetConsistentHash(); ch != nil {
 		drCheckConsistentHash(r, p.Field("consistentHash"), ch)
 	}
+	if lb.GetLocalityLbSetting() != nil && lb.GetZoneAwareLbSetting() != nil {
+		r.Errorf(p, "only one of localityLbSetting and zoneAwareLbSetting can be set")
+	}
 	drCheckLocality(r, p.Field("localityLbSetting"), lb.GetLocalityLbSetting(), od)
+	drCheckZoneAware(r, p.Field("zoneAwareLbSetting"), lb.GetZoneAwareLbSetting(), od)
 	if lb.GetWarmupDurationSecs() != nil {
 		r.Add(p.Field("warmupDurationSecs"), netCheckDuration(lb.GetWarmupDurationSecs()))
 	}
@@ -255,11 +253,13 @@ func drCheckLoadBalancer(r *Report, p Path, lb *networking.LoadBalancerSettings,
 		} else {
 			r.Add(wp.Field("duration"), netCheckDuration(w.GetDuration()))
 		}
-		if w.GetMinimumPercent() != nil {
-			r.Add(wp.Field("minimumPercent"), CheckPercent(w.GetMinimumPercent().GetValue()))
+		if v := w.GetMinimumPercent().GetValue(); v > 100 {
+			r.Errorf(wp.Field("minimumPercent"), "minimumPercent value should be less than or equal to 100")
+		} else if v < 0 {
+			r.Add(wp.Field("minimumPercent"), CheckPercent(v))
 		}
-		if w.GetAggression() != nil && w.GetAggression().GetValue() < 1 {
-			r.Errorf(wp.Field("aggression"), "aggression should be greater than or equal to 1")
+		if w.GetAggression() != nil && w.GetAggression().GetValue() <= 0 {
+			r.Errorf(wp.Field("aggression"), "aggression should be greater than 0")
 		}
 	}
 }
@@ -271,10 +271,21 @@ func drCheckConsistentHash(r *Report, p Path, ch *networking.LoadBalancerSetting
 	case *networking.LoadBalancerSettings_ConsistentHashLB_HttpHeaderName:
 		r.Add(p.Field("httpHeaderName"), netCheckHeaderName(k.HttpHeaderName))
 	case *networking.LoadBalancerSettings_ConsistentHashLB_HttpCookie:
+		cp := p.Field("httpCookie")
 		if k.HttpCookie.GetName() == "" {
-			r.Errorf(p.Field("httpCookie").Field("name"), "name required for httpCookie")
+			r.Errorf(cp.Field("name"), "name required for HttpCookie")
 		}
-		r.Add(p.Field("httpCookie").Field("ttl"), CheckNonNegativeDuration(k.HttpCookie.GetTtl()))
+		r.Add(cp.Field("ttl"), CheckNonNegativeDuration(k.HttpCookie.GetTtl()))
+		attrs := map[string]bool{}
+		for i, a := range k.HttpCookie.GetAttributes() {
+			switch {
+			case a.GetName() == "":
+				r.Errorf(cp.Field("attributes").Index(i).Field("name"), "cookie attribute name cannot be empty")
+			case attrs[a.GetName()]:
+				r.Errorf(cp.Field("attributes").Index(i).Field("name"), "duplicate cookie attribute name: %s", a.GetName())
+			}
+			attrs[a.GetName()] = true
+		}
 	case *networking.LoadBalancerSettings_ConsistentHashLB_HttpQueryParameterName:
 		if k.HttpQueryParameterName == "" {
 			r.Errorf(p.Field("httpQueryParameterName"), "httpQueryParameterName must not be empty")
@@ -282,9 +293,9 @@ func drCheckConsistentHash(r *Report, p Path, ch *networking.LoadBalancerSetting
 	}
 	//nolint:staticcheck // the deprecated field is still accepted
 	if ch.GetMinimumRingSize() != 0 {
-		r.Warnf(p.Field("minimumRingSize"), "consistent hash minimumRingSize is deprecated, use ringHash.minimumRingSize instead")
+		r.Warnf(p.Field("minimumRingSize"), "consistent hash MinimumRingSize is deprecated, use ConsistentHashLB's RingHash configuration instead")
 		if ch.GetHashAlgorithm() != nil {
-			r.Errorf(p, "only one of minimumRingSize or maglev/ringHash can be specified")
+			r.Errorf(p, "only one of MinimumRingSize or Maglev/Ringhash can be specified")
 		}
 		if ch.GetMinimumRingSize() > drMaxRingSize { //nolint:staticcheck
 			r.Errorf(p.Field("minimumRingSize"), "minimumRingSize must be at most %d", drMaxRingSize)
@@ -306,8 +317,9 @@ func drCheckConsistentHash(r *Report, p Path, ch *networking.LoadBalancerSetting
 	}
 }
 
+// drIsPrime is Envoy's primality test, which takes 1 for a prime.
 func drIsPrime(x uint64) bool {
-	if x < 2 {
+	if x == 0 {
 		return false
 	}
 	if x < 4 {
@@ -339,7 +351,7 @@ func drCheckLocality(r *Report, p Path, l *networking.LocalityLoadBalancerSettin
 		for i, label := range l.GetFailoverPriority() {
 			switch strings.SplitN(label, "=", 2)[0] {
 			case "topology.kubernetes.io/region", "topology.kubernetes.io/zone", "topology.istio.io/subzone":
-				r.Errorf(p.Field("failoverPriority").Index(i), "can not simultaneously set 'failover' and topology label '%s' in 'failoverPriority'", label)
+				r.Errorf(p.Field("failoverPriority").Index(i), "can not simultaneously set 'failover' and topology label '%s' in 'failover_priority'", label)
 			}
 		}
 	}
@@ -434,15 +446,15 @@ func drCheckClientTLS(r *Report, p Path, t *networking.ClientTLSSettings, ns str
 	drCheckCredentialName(r, p.Field("credentialName"), t.GetCredentialName(), ns)
 	if t.GetInsecureSkipVerify().GetValue() {
 		if mode == networking.ClientTLSSettings_SIMPLE && (t.GetCaCertificates() != "" || t.GetCredentialName() != "" || t.GetSubjectAltNames() != nil) {
-			r.Errorf(p, "cannot specify caCertificates or credentialName or subjectAltNames when insecureSkipVerify is set true")
+			r.Errorf(p, "cannot specify CaCertificates or CredentialName or SubjectAltNames when InsecureSkipVerify is set true")
 		}
 		if mode == networking.ClientTLSSettings_MUTUAL && (t.GetCaCertificates() != "" || t.GetSubjectAltNames() != nil) {
-			r.Errorf(p, "cannot specify caCertificates or subjectAltNames when insecureSkipVerify is set true")
+			r.Errorf(p, "cannot specify CaCertificates or SubjectAltNames when InsecureSkipVerify is set true")
 		}
 	}
 	if t.GetCredentialName() != "" {
 		if files {
-			r.Errorf(p, "cannot specify client certificates or CA certificate or CA CRL if credentialName is set")
+			r.Errorf(p, "cannot specify client certificates or CA certificate or CA CRL If credentialName is set")
 		}
 		return
 	}
@@ -456,22 +468,59 @@ func drCheckClientTLS(r *Report, p Path, t *networking.ClientTLSSettings, ns str
 	}
 }
 
-// drCheckCredentialName checks a configmap:// credential reference, which
-// may only point into the object's own namespace.
+// drCheckCredentialName checks a configmap:// credential reference:
+// configmap://<namespace>/<name>, in the object's own namespace.
 func drCheckCredentialName(r *Report, p Path, name, ns string) {
 	rest, ok := strings.CutPrefix(name, "configmap://")
 	if !ok {
 		return
 	}
-	refNS, refName, qualified := strings.Cut(rest, "/")
-	if !qualified {
-		refNS, refName = ns, rest
+	parts := strings.Split(rest, "/")
+	var bad string
+	switch {
+	case len(parts) < 2:
+		bad = "Expected namespace and name"
+	case parts[0] == "":
+		bad = "Expected namespace"
+	case parts[1] == "":
+		bad = "Expected name"
 	}
-	if refName == "" || strings.Contains(refName, "/") {
-		r.Errorf(p, "invalid configmap:// credentialName %q", name)
+	if bad != "" {
+		r.Errorf(p, "invalid configmap:// credentialName: invalid resource name %q. %s", name, bad)
 		return
 	}
-	if ns == "" || refNS != ns {
+	if ns == "" || parts[0] != ns {
 		r.Errorf(p, "invalid configmap:// credentialName: namespace must match the configuration namespace %q", ns)
+	}
+}
+
+// drCheckZoneAware validates zone aware load balancing: failover orders
+// regions only, and failoverPriority may not name the topology labels
+// (zone and subzone routing are implicit).
+func drCheckZoneAware(r *Report, p Path, z *networking.ZoneAwareLoadBalancerSetting, od *networking.OutlierDetection) {
+	if z == nil {
+		return
+	}
+	for i, label := range z.GetFailoverPriority() {
+		switch label {
+		case "topology.kubernetes.io/region", "topology.kubernetes.io/zone", "topology.istio.io/subzone":
+			r.Errorf(p.Field("failoverPriority").Index(i), "'failover_priority' for zone aware lb must not use topology label '%s'; "+
+				"region- and zone-level routing are handled automatically", label)
+		}
+	}
+	if (len(z.GetFailover()) > 0 || len(z.GetFailoverPriority()) > 0) && od == nil {
+		r.Warnf(p, "outlier detection policy must be provided for failover")
+	}
+	for i, f := range z.GetFailover() {
+		fp := p.Field("failover").Index(i)
+		if f.GetFrom() == f.GetTo() {
+			r.Errorf(fp, "zone aware lb failover settings must specify different regions")
+		}
+		if strings.Contains(f.GetFrom(), "/") || strings.Contains(f.GetTo(), "/") {
+			r.Errorf(fp, "zone aware lb failover only specifies region; zone and subzone failover are handled automatically")
+		}
+		if strings.Contains(f.GetFrom(), "*") || strings.Contains(f.GetTo(), "*") {
+			r.Errorf(fp, "zone aware lb failover region should not contain '*' wildcard")
+		}
 	}
 }

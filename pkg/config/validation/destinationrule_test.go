@@ -71,15 +71,15 @@ func TestValidateDestinationRuleValid(t *testing.T) {
 
 func TestValidateDestinationRuleInvalid(t *testing.T) {
 	netRun(t, validation.ValidateDestinationRule, []netCase{
-		{name: "host required", spec: &networking.DestinationRule{}, errs: []string{"spec.host: host is required"}},
+		{name: "host required", spec: &networking.DestinationRule{}, errs: []string{"spec.host: empty domain name not allowed (host is required)"}},
 		{name: "bad host", spec: &networking.DestinationRule{Host: "a..b"}, errs: []string{`spec.host: invalid host "a..b"`}},
 		{name: "subsets", spec: &networking.DestinationRule{Host: "a", Subsets: []*networking.Subset{
 			{Name: "v1"}, {Name: "v1"}, {Name: "V_2"}, nil, {Name: "v3", Labels: map[string]string{"bad key!": "x"}},
 		}}, errs: []string{
-			`spec.subsets[1].name: duplicate subset name "v1"`,
-			`spec.subsets[2].name: subset name "V_2" is invalid`,
+			`spec.subsets[1].name: duplicate subset names: v1`,
+			`spec.subsets[2].name: subset name is invalid: V_2 (must be a DNS-1123 label)`,
 			"spec.subsets[3]: subset may not be null",
-			`spec.subsets[4].labels: invalid label key "bad key!"`,
+			`spec.subsets[4].labels: invalid tag key: "bad key!"`,
 		}},
 		{name: "empty traffic policy", spec: drPolicy(&networking.TrafficPolicy{}),
 			errs: []string{"spec.trafficPolicy: traffic policy must have at least one field"}},
@@ -87,9 +87,9 @@ func TestValidateDestinationRuleInvalid(t *testing.T) {
 			Http: &networking.ConnectionPoolSettings_HTTPSettings{Http1MaxPendingRequests: -1, IdleTimeout: durationpb.New(0)},
 			Tcp:  &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: -2},
 		}}), errs: []string{
-			"spec.trafficPolicy.connectionPool.http.http1MaxPendingRequests: http1MaxPendingRequests must be non-negative",
+			"spec.trafficPolicy.connectionPool.http.http1MaxPendingRequests: http1 max pending requests must be non-negative",
 			"spec.trafficPolicy.connectionPool.http.idleTimeout: duration must be greater than 1ms",
-			"spec.trafficPolicy.connectionPool.tcp.maxConnections: maxConnections must be non-negative",
+			"spec.trafficPolicy.connectionPool.tcp.maxConnections: max connections must be non-negative",
 		}},
 		{name: "outlier detection", spec: drPolicy(&networking.TrafficPolicy{OutlierDetection: &networking.OutlierDetection{
 			MaxEjectionPercent: 150, Interval: durationpb.New(1000), ConsecutiveLocalOriginFailures: wrapperspb.UInt32(3),
@@ -105,10 +105,10 @@ func TestValidateDestinationRuleInvalid(t *testing.T) {
 			}},
 		{name: "credentialName excludes files", spec: drTLS(&networking.ClientTLSSettings{
 			Mode: networking.ClientTLSSettings_SIMPLE, CredentialName: "c", CaCertificates: "/etc/ca.pem",
-		}), errs: []string{"spec.trafficPolicy.tls: cannot specify client certificates or CA certificate or CA CRL if credentialName is set"}},
+		}), errs: []string{"spec.trafficPolicy.tls: cannot specify client certificates or CA certificate or CA CRL If credentialName is set"}},
 		{name: "insecureSkipVerify with CA", spec: drTLS(&networking.ClientTLSSettings{
 			Mode: networking.ClientTLSSettings_SIMPLE, CaCertificates: "/ca.pem", InsecureSkipVerify: wrapperspb.Bool(true),
-		}), errs: []string{"spec.trafficPolicy.tls: cannot specify caCertificates or credentialName or subjectAltNames when insecureSkipVerify is set true"}},
+		}), errs: []string{"spec.trafficPolicy.tls: cannot specify CaCertificates or CredentialName or SubjectAltNames when InsecureSkipVerify is set true"}},
 		{name: "configmap credential in other namespace", spec: drTLS(&networking.ClientTLSSettings{
 			Mode: networking.ClientTLSSettings_SIMPLE, CredentialName: "configmap://other/ca",
 		}), errs: []string{`spec.trafficPolicy.tls.credentialName: invalid configmap:// credentialName: namespace must match the configuration namespace "default"`}},
@@ -122,7 +122,7 @@ func TestValidateDestinationRuleInvalid(t *testing.T) {
 			{Port: &networking.PortSelector{Number: 80}, Tls: &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_SIMPLE}},
 			{Port: &networking.PortSelector{Number: 80}},
 		}}), errs: []string{
-			"spec.trafficPolicy.portLevelSettings[0].port: port traffic policy must have a port",
+			"spec.trafficPolicy.portLevelSettings[0].port: portTrafficPolicy must have valid port",
 			"spec.trafficPolicy.portLevelSettings[2].port: duplicate port 80 in portLevelSettings",
 			"spec.trafficPolicy.portLevelSettings[2]: port traffic policy must have at least one field",
 		}},
@@ -130,7 +130,7 @@ func TestValidateDestinationRuleInvalid(t *testing.T) {
 			Host: "a", ExportTo: []string{"other"}, WorkloadSelector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "a"}},
 		}, errs: []string{"spec.exportTo: destination rule with workload selector cannot have exportTo beyond current namespace"}},
 		{name: "exportTo none", spec: &networking.DestinationRule{Host: "a", ExportTo: []string{"~"}},
-			errs: []string{"spec.exportTo[0]: exportTo ~ (none) is only allowed for ServiceEntries"}},
+			errs: []string{"spec.exportTo[0]: exportTo ~ (none) is not allowed for Istio configuration objects"}},
 		{name: "selector wildcard", spec: &networking.DestinationRule{
 			Host: "a", WorkloadSelector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "*"}},
 		}, errs: []string{`spec.workloadSelector.matchLabels[app]: wildcard is not supported in selector: "app=*"`}},
@@ -151,7 +151,7 @@ func TestValidateDestinationRuleLoadBalancer(t *testing.T) {
 	netRun(t, validation.ValidateDestinationRule, []netCase{
 		{name: "cookie needs a name", spec: ch(&networking.LoadBalancerSettings_ConsistentHashLB{
 			HashKey: &networking.LoadBalancerSettings_ConsistentHashLB_HttpCookie{HttpCookie: &networking.LoadBalancerSettings_ConsistentHashLB_HTTPCookie{}},
-		}), errs: []string{lbp + "consistentHash.httpCookie.name: name required for httpCookie"}},
+		}), errs: []string{lbp + "consistentHash.httpCookie.name: name required for HttpCookie"}},
 		{name: "maglev table size", spec: ch(&networking.LoadBalancerSettings_ConsistentHashLB{
 			HashKey:       &networking.LoadBalancerSettings_ConsistentHashLB_UseSourceIp{UseSourceIp: true},
 			HashAlgorithm: &networking.LoadBalancerSettings_ConsistentHashLB_Maglev{Maglev: &networking.LoadBalancerSettings_ConsistentHashLB_MagLev{TableSize: 1000}},

@@ -112,7 +112,7 @@ func efCheckPatch(r *Report, p Path, cp *networking.EnvoyFilter_EnvoyConfigObjec
 		if len(pv) > efMaxProxyVersionLen {
 			r.Warnf(pvp, "Envoy filter: proxyVersion match exceeds %d characters and will be ignored", efMaxProxyVersionLen)
 		} else if _, err := regexp.Compile(pv); err != nil {
-			r.Errorf(pvp, "Envoy filter: invalid regex for proxy version: %v", err)
+			r.Errorf(pvp, "Envoy filter: invalid regex for proxy version, [%v]", err)
 		}
 	}
 	if applyKnown {
@@ -137,7 +137,7 @@ func efCheckPatch(r *Report, p Path, cp *networking.EnvoyFilter_EnvoyConfigObjec
 	case op == networking.EnvoyFilter_Patch_REMOVE && value != nil:
 		r.Warnf(pp.Field("value"), "Envoy filter: patch value is ignored for the REMOVE operation")
 	case op != networking.EnvoyFilter_Patch_REMOVE && value == nil:
-		r.Errorf(pp.Field("value"), "Envoy filter: missing patch value for %s operation", op)
+		r.Errorf(pp.Field("value"), "Envoy filter: missing patch value for non-remove operation (%s)", op)
 	}
 	switch {
 	case value != nil && applyTo != networking.EnvoyFilter_INVALID:
@@ -208,11 +208,11 @@ func efCheckFilterMatch(r *Report, p Path, applyTo networking.EnvoyFilter_ApplyT
 	sp := p.Field("subFilter")
 	switch {
 	case applyTo != networking.EnvoyFilter_HTTP_FILTER:
-		r.Errorf(sp, "Envoy filter: subFilter match can be used with applyTo HTTP_FILTER only")
+		r.Errorf(sp, "Envoy filter: subfilter match can be used with applyTo HTTP_FILTER only")
 	case f.GetName() != efHCM && f.GetName() != "envoy.http_connection_manager":
-		r.Errorf(sp, "Envoy filter: subFilter match requires filter match with %s", efHCM)
+		r.Errorf(sp, "Envoy filter: subfilter match requires filter match with %s", efHCM)
 	case sub.GetName() == "":
-		r.Errorf(sp.Field("name"), "Envoy filter: subFilter match has no name to match on")
+		r.Errorf(sp.Field("name"), "Envoy filter: subfilter match has no name to match on")
 	default:
 		efWarnDeprecatedName(r, sp.Field("name"), sub.GetName())
 	}

@@ -94,10 +94,10 @@ func TestValidateEnvoyFilter(t *testing.T) {
 			nil,
 		), errs: []string{
 			"spec.configPatches[0].applyTo: Envoy filter: missing applyTo",
-			"spec.configPatches[0].patch.value: Envoy filter: missing patch value for ADD operation",
+			"spec.configPatches[0].patch.value: Envoy filter: missing patch value for non-remove operation (ADD)",
 			"spec.configPatches[1].patch: Envoy filter: missing patch",
 			"spec.configPatches[2].patch.operation: Envoy filter: missing patch operation",
-			"spec.configPatches[3].patch.value: Envoy filter: missing patch value for MERGE operation",
+			"spec.configPatches[3].patch.value: Envoy filter: missing patch value for non-remove operation (MERGE)",
 			"spec.configPatches[4]: Envoy filter: null config patch",
 		}},
 		{name: "remove with value warns", spec: efSpec(1,
@@ -127,8 +127,8 @@ func TestValidateEnvoyFilter(t *testing.T) {
 			efPatch(networking.EnvoyFilter_HTTP_FILTER, networking.EnvoyFilter_Patch_INSERT_FIRST, v, efListener("envoy.filters.network.tcp_proxy", "x")),
 		), errs: []string{
 			"spec.configPatches[0].match.listener.filterChain.filter.name: Envoy filter: filter match has no name to match on",
-			"spec.configPatches[1].match.listener.filterChain.filter.subFilter: Envoy filter: subFilter match can be used with applyTo HTTP_FILTER only",
-			"spec.configPatches[2].match.listener.filterChain.filter.subFilter: Envoy filter: subFilter match requires filter match with " + hcm,
+			"spec.configPatches[1].match.listener.filterChain.filter.subFilter: Envoy filter: subfilter match can be used with applyTo HTTP_FILTER only",
+			"spec.configPatches[2].match.listener.filterChain.filter.subFilter: Envoy filter: subfilter match requires filter match with " + hcm,
 		}},
 		{name: "proxy version regex", spec: efSpec(1, efPatch(networking.EnvoyFilter_CLUSTER, networking.EnvoyFilter_Patch_ADD, v,
 			&networking.EnvoyFilter_EnvoyConfigObjectMatch{Proxy: &networking.EnvoyFilter_ProxyMatch{ProxyVersion: "1.(2"}})),
@@ -161,8 +161,9 @@ func TestEnvoyFilterReportsAllProblems(t *testing.T) {
 	warn, err := validation.ValidateEnvoyFilter(netCfg(ef))
 	netExpect(t, "warning", warn, []string{"spec.configPatches[0].patch.operation: IST0151", "spec.configPatches[2].patch.operation: IST0152"})
 	netExpect(t, "error", err, []string{
-		"spec.configPatches[1].patch.value: Envoy filter: missing patch value for MERGE operation",
-		"spec.configPatches[3].patch.value: Envoy filter: value is not a valid envoy.config.cluster.v3.Cluster",
+		"spec.configPatches[1].patch.value: Envoy filter: missing patch value for non-remove operation (MERGE)",
+		"spec.configPatches[3].patch.value: Envoy filter: ",
+		"(the value is not a valid envoy.config.cluster.v3.Cluster)",
 	})
 	if n := len(validation.Problems(err)); n != 2 {
 		t.Errorf("got %d errors, want 2:\n%v", n, err)
@@ -213,7 +214,7 @@ func TestValidateEnvoyFilterRejectsWhatIstioRejects(t *testing.T) {
 		{name: "unknown operation", spec: efSpec(1, efPatch(networking.EnvoyFilter_CLUSTER, 99, v, nil)),
 			warns: []string{"spec.configPatches[0].patch.operation: Envoy filter: unknown patch operation 99 has no effect"}},
 		{name: "unknown operation needs a value", spec: efSpec(1, efPatch(networking.EnvoyFilter_CLUSTER, 99, nil, nil)),
-			errs: []string{"spec.configPatches[0].patch.value: Envoy filter: missing patch value for 99 operation"}, anyWarn: true},
+			errs: []string{"spec.configPatches[0].patch.value: Envoy filter: missing patch value for non-remove operation (99)"}, anyWarn: true},
 		{name: "overlong proxy version is ignored", spec: efSpec(1, efPatch(networking.EnvoyFilter_CLUSTER, networking.EnvoyFilter_Patch_ADD, v,
 			&networking.EnvoyFilter_EnvoyConfigObjectMatch{Proxy: &networking.EnvoyFilter_ProxyMatch{ProxyVersion: "(" + strings.Repeat("1", 1024)}})),
 			warns: []string{"spec.configPatches[0].match.proxy.proxyVersion: Envoy filter: proxyVersion match exceeds 1024 characters and will be ignored"}},
@@ -225,23 +226,23 @@ func TestValidateEnvoyFilterRejectsWhatIstioRejects(t *testing.T) {
 			networking.EnvoyFilter_Patch_MERGE, efStruct(t, map[string]any{"connect_timeout": "1m30s"}), cluster()))},
 		{name: "value of a wrong type", spec: efSpec(1, efPatch(networking.EnvoyFilter_CLUSTER, networking.EnvoyFilter_Patch_MERGE,
 			efStruct(t, map[string]any{"connect_timeout": 5.0}), cluster())),
-			errs: []string{"spec.configPatches[0].patch.value: Envoy filter: value is not a valid envoy.config.cluster.v3.Cluster"}},
+			errs: []string{"spec.configPatches[0].patch.value: Envoy filter: json: cannot unmarshal number into Go value of type string (the value is not a valid envoy.config.cluster.v3.Cluster)"}},
 		{name: "unknown enum name in value", spec: efSpec(1, efPatch(networking.EnvoyFilter_CLUSTER, networking.EnvoyFilter_Patch_MERGE,
 			efStruct(t, map[string]any{"lb_policy": "NO_SUCH_POLICY"}), cluster())),
-			errs: []string{"spec.configPatches[0].patch.value: Envoy filter: value is not a valid envoy.config.cluster.v3.Cluster"}},
+			errs: []string{`spec.configPatches[0].patch.value: Envoy filter: unknown value "\"NO_SUCH_POLICY\"" for enum envoy.config.cluster.v3.Cluster.LbPolicy`}},
 		{name: "typed config of a known type is checked", spec: efSpec(1, efPatch(networking.EnvoyFilter_NETWORK_FILTER, networking.EnvoyFilter_Patch_INSERT_FIRST,
 			efStruct(t, map[string]any{"name": hcm, "typed_config": map[string]any{
 				"@type":       "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
 				"stat_prefix": 7.0,
 			}}), efListener(hcm, ""))),
-			errs: []string{"spec.configPatches[0].patch.value: Envoy filter: value is not a valid envoy.config.listener.v3.Filter"}},
+			errs: []string{"spec.configPatches[0].patch.value: Envoy filter: can't unmarshal Any nested proto type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager: json: cannot unmarshal number into Go value of type string (the value is not a valid envoy.config.listener.v3.Filter)"}},
 		{name: "typed config of a type unknown here warns", spec: efSpec(1, efPatch(networking.EnvoyFilter_HTTP_FILTER, networking.EnvoyFilter_Patch_INSERT_FIRST,
 			lua, efListener(hcm, ""))),
 			warns: []string{"spec.configPatches[0].patch.value: Envoy filter: type type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua is unknown to this istiod"}},
 		{name: "typed config of an Envoy v2 type", spec: efSpec(1, efPatch(networking.EnvoyFilter_HTTP_FILTER, networking.EnvoyFilter_Patch_INSERT_FIRST,
 			efStruct(t, map[string]any{"name": "envoy.lua", "typed_config": map[string]any{"@type": "type.googleapis.com/envoy.config.filter.http.lua.v2.Lua"}}),
 			efListener(hcm, ""))),
-			errs: []string{"spec.configPatches[0].patch.value: Envoy filter: referenced type unknown (hint: try using the v3 XDS API): " +
-				"type.googleapis.com/envoy.config.filter.http.lua.v2.Lua"}},
+			errs: []string{"spec.configPatches[0].patch.value: referenced type unknown (hint: try using the v3 XDS API): " +
+				"Envoy filter: could not resolve Any message type: type.googleapis.com/envoy.config.filter.http.lua.v2.Lua"}},
 	})
 }

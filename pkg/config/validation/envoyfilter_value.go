@@ -3,6 +3,7 @@ package validation
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 
 	bootstrap "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -82,9 +83,9 @@ func efCheckValue(r *Report, p Path, applyTo networking.EnvoyFilter_ApplyTo, val
 	err = u.Unmarshal(bytes.NewReader(js), legacyproto.MessageV1(obj))
 	switch {
 	case err != nil && len(res.v2) > 0:
-		r.Errorf(p, "Envoy filter: referenced type unknown (hint: try using the v3 XDS API): %s", res.v2[0])
+		r.Errorf(p, "referenced type unknown (hint: try using the v3 XDS API): Envoy filter: %v", err)
 	case err != nil:
-		r.Errorf(p, "Envoy filter: value is not a valid %s: %v", obj.ProtoReflect().Descriptor().FullName(), err)
+		r.Errorf(p, "Envoy filter: %v (the value is not a valid %s)", err, obj.ProtoReflect().Descriptor().FullName())
 	}
 	for _, url := range res.unknown {
 		r.Warnf(p, "Envoy filter: type %s is unknown to this istiod; its value is not checked", url)
@@ -125,7 +126,8 @@ func (e *efAnyResolver) Resolve(url string) (legacyproto.Message, error) {
 	name := url[strings.LastIndexByte(url, '/')+1:]
 	if strings.HasPrefix(name, "envoy.") && (strings.Contains(name, ".v2.") || strings.Contains(name, ".v2alpha.")) {
 		e.v2 = append(e.v2, url)
-		return nil, err
+		// Istio's resolver's words
+		return nil, fmt.Errorf("could not resolve Any message type: %s", url)
 	}
 	e.unknown = append(e.unknown, url)
 	return legacyproto.MessageV1(dynamicpb.NewMessage(efOpaque)), nil

@@ -27,6 +27,8 @@ type secWasmModule struct {
 	failStrategy extensions.FailStrategy
 	vm           *extensions.VmConfig
 	pluginType   extensions.PluginType
+	// maxNameText is how Istio words the pluginName limit for the kind
+	maxNameText string
 }
 
 // ValidateWasmPlugin checks a WasmPlugin.
@@ -44,6 +46,7 @@ func ValidateWasmPlugin(cfg config.Config) (Warning, error) {
 		url: in.GetUrl(), sha256: in.GetSha256(), pullPolicy: in.GetImagePullPolicy(),
 		pullSecret: in.GetImagePullSecret(), pluginName: in.GetPluginName(),
 		failStrategy: in.GetFailStrategy(), vm: in.GetVmConfig(), pluginType: in.GetType(),
+		maxNameText: "less than 255",
 	})
 	if !secEnumKnown(in.GetPhase(), extensions.PluginPhase_name) {
 		r.Errorf(secSpec.Field("phase"), "unknown phase %d", int32(in.GetPhase()))
@@ -51,10 +54,10 @@ func ValidateWasmPlugin(cfg config.Config) (Warning, error) {
 	for i, m := range in.GetMatch() {
 		p := secSpec.Field("match").Index(i)
 		if m == nil {
-			r.Errorf(p, "match must not be null")
+			r.Errorf(p, "spec.Match[%d] is nil", i)
 			continue
 		}
-		secTrafficSelector(r, p, m.GetMode(), m.GetPorts())
+		secTrafficSelector(r, p, i, m.GetMode(), m.GetPorts())
 	}
 	return r.Result()
 }
@@ -76,10 +79,10 @@ func ValidateTrafficExtension(cfg config.Config) (Warning, error) {
 	for i, m := range in.GetMatch() {
 		p := secSpec.Field("match").Index(i)
 		if m == nil {
-			r.Errorf(p, "match must not be null")
+			r.Errorf(p, "spec.Match[%d] is nil", i)
 			continue
 		}
-		secTrafficSelector(r, p, m.GetMode(), m.GetPorts())
+		secTrafficSelector(r, p, i, m.GetMode(), m.GetPorts())
 	}
 	switch fc := in.GetFilterConfig().(type) {
 	case *extensions.TrafficExtension_Wasm:
@@ -93,6 +96,7 @@ func ValidateTrafficExtension(cfg config.Config) (Warning, error) {
 			url: w.GetUrl(), sha256: w.GetSha256(), pullPolicy: w.GetImagePullPolicy(),
 			pullSecret: w.GetImagePullSecret(), pluginName: w.GetPluginName(),
 			failStrategy: w.GetFailStrategy(), vm: w.GetVmConfig(), pluginType: w.GetType(),
+			maxNameText: "less than 256",
 		})
 	case *extensions.TrafficExtension_Lua:
 		secLuaConfig(r, secSpec.Field("lua"), fc.Lua)
@@ -103,29 +107,36 @@ func ValidateTrafficExtension(cfg config.Config) (Warning, error) {
 }
 
 func secLuaConfig(r *Report, p Path, lua *extensions.LuaConfig) {
+	if lua == nil {
+		r.Errorf(p, "lua config cannot be nil")
+		return
+	}
 	code := lua.GetInlineCode()
 	switch {
-	case strings.TrimSpace(code) == "":
-		r.Errorf(p.Field("inlineCode"), "inlineCode is required")
+	case code == "":
+		r.Errorf(p.Field("inlineCode"), "lua.inlineCode cannot be empty")
 	case len(code) > secMaxLuaInlineBytes:
-		r.Errorf(p.Field("inlineCode"), "inlineCode must be at most %d bytes (64KB), found %d; use a wasm filter instead",
-			secMaxLuaInlineBytes, len(code))
+		r.Errorf(p.Field("inlineCode"), "lua.inlineCode exceeds maximum size of 64KB (found %d bytes; use a wasm filter instead)", len(code))
 	case !strings.Contains(code, "envoy_on_request") && !strings.Contains(code, "envoy_on_response"):
 		r.Warnf(p.Field("inlineCode"), "inlineCode defines neither envoy_on_request nor envoy_on_response and will do nothing")
 	}
 }
 
-func secTrafficSelector(r *Report, p Path, mode typev1beta1.WorkloadMode, ports []*typev1beta1.PortSelector) {
+// secTrafficSelector checks match[i] of a WasmPlugin or TrafficExtension;
+// Istio names it spec.Match[i] in its messages.
+func secTrafficSelector(r *Report, p Path, i int, mode typev1beta1.WorkloadMode, ports []*typev1beta1.PortSelector) {
 	if !secEnumKnown(mode, typev1beta1.WorkloadMode_name) {
 		r.Errorf(p.Field("mode"), "unknown workload mode %d", int32(mode))
 	}
 	for j, port := range ports {
 		pp := p.Field("ports").Index(j)
 		if port == nil {
-			r.Errorf(pp, "port must not be null")
+			r.Errorf(pp, "spec.Match[%d].Ports[%d] is nil", i, j)
 			continue
 		}
-		r.Add(pp.Field("number"), CheckPort(port.GetNumber()))
+		if CheckPort(port.GetNumber()) != nil {
+			r.Errorf(pp.Field("number"), "spec.Match[%d].Ports[%d] is out of range: %d (port numbers are 1..65535)", i, j, port.GetNumber())
+		}
 	}
 }
 
@@ -138,10 +149,11 @@ func secWasmFields(r *Report, p Path, m secWasmModule) {
 		}
 	}
 	if len(m.pullSecret) > secMaxPullSecretLen {
-		r.Errorf(p.Field("imagePullSecret"), "imagePullSecret field must be at most %d characters long", secMaxPullSecretLen)
+		r.Errorf(p.Field("imagePullSecret"), "imagePullSecret field must be less than %d characters long", secMaxPullSecretLen)
 	}
 	if len(m.pluginName) > secMaxPluginNameLen {
-		r.Errorf(p.Field("pluginName"), "pluginName field must be at most %d characters long", secMaxPluginNameLen)
+		// sic: Istio's bound is 256 characters for both kinds
+		r.Errorf(p.Field("pluginName"), "pluginName field must be %s characters long", m.maxNameText)
 	}
 	if !secEnumKnown(m.pullPolicy, extensions.PullPolicy_name) {
 		r.Errorf(p.Field("imagePullPolicy"), "unknown imagePullPolicy %d", int32(m.pullPolicy))
@@ -169,7 +181,7 @@ func secWasmURL(raw string) error {
 			if err == nil {
 				err = nerr
 			}
-			return errorfSec("failed to parse url %q: %v", raw, err)
+			return errorfSec("failed to parse url: %v", err)
 		}
 		if nu.Host == "" {
 			return errorfSec("url %q has no registry host", raw)
@@ -214,9 +226,10 @@ func secVMConfig(r *Report, p Path, vm *extensions.VmConfig) {
 		name := env.GetName()
 		switch {
 		case name == "":
-			r.Errorf(ep.Field("name"), "env name must not be empty")
+			r.Errorf(ep.Field("name"), "spec.vmConfig.env invalid: env name must not be empty")
 		case len(name) > secMaxEnvNameLen:
-			r.Errorf(ep.Field("name"), "env name must be at most %d characters long", secMaxEnvNameLen)
+			// sic: Istio's bound is 256 characters
+			r.Errorf(ep.Field("name"), "env.name field must be less than 255 characters long")
 		case seen[name]:
 			r.Errorf(ep.Field("name"), "duplicate env %q", name)
 		}

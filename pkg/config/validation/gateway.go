@@ -27,7 +27,7 @@ func ValidateGateway(cfg config.Config) (Warning, error) {
 	spec := Path("spec")
 	gatewaySemantics := cfg.Annotations[gwSemanticsAnnotation] == "gateway"
 	if cfg.Name != "" && !gatewaySemantics && !netIsLabel(cfg.Name) {
-		r.Errorf("metadata.name", "invalid gateway name %q: must be a DNS-1123 label (no dots)", cfg.Name)
+		r.Errorf("metadata.name", "invalid gateway name: %q (must be a DNS-1123 label, no dots)", cfg.Name)
 	}
 	if len(gw.GetServers()) == 0 {
 		r.Errorf(spec.Field("servers"), "gateway must have at least one server")
@@ -36,7 +36,7 @@ func ValidateGateway(cfg config.Config) (Warning, error) {
 	for i, s := range gw.GetServers() {
 		sp := spec.Field("servers").Index(i)
 		if s == nil {
-			r.Errorf(sp, "server may not be null")
+			r.Errorf(sp, "server may not be nil")
 			continue
 		}
 		gwCheckServer(r, sp, s, gatewaySemantics)
@@ -50,7 +50,7 @@ func ValidateGateway(cfg config.Config) (Warning, error) {
 			portNames[name] = i
 		}
 		if s.GetTls().GetHttpsRedirect() && !netProtoIsHTTP(s.GetPort().GetProtocol()) {
-			r.Warnf(sp.Field("tls").Field("httpsRedirect"), "tls.httpsRedirect should only be used with HTTP servers")
+			r.Warnf(sp.Field("tls").Field("httpsRedirect"), "tls.httpsRedirect should only be used with http servers")
 		}
 	}
 	WarnSelectorLabels(r, spec.Field("selector"), gw.GetSelector())
@@ -69,7 +69,7 @@ func gwCheckServer(r *Report, p Path, s *networking.Server, gatewaySemantics boo
 	if bind := s.GetBind(); strings.HasPrefix(bind, netUnixPrefix) {
 		r.Add(p.Field("bind"), netCheckUnixAddress(strings.TrimPrefix(bind, netUnixPrefix)))
 		if s.GetPort().GetNumber() != 0 {
-			r.Errorf(p.Field("port").Field("number"), "port number must be 0 for unix domain socket bind %q", bind)
+			r.Errorf(p.Field("port").Field("number"), "port number must be 0 for unix domain socket: bind %q", bind)
 		}
 	} else if bind != "" {
 		r.Add(p.Field("bind"), netCheckIP(bind))
@@ -104,7 +104,8 @@ func gwCheckPort(r *Report, p Path, port *networking.Port, bind string) bool {
 	}
 	ok := true
 	if _, known := netParseProtocol(port.GetProtocol()); !known {
-		r.Errorf(p.Field("protocol"), "invalid protocol %q, supported protocols are %s", port.GetProtocol(), netProtocolList)
+		// Istio's list, which leaves some out
+		r.Errorf(p.Field("protocol"), "invalid protocol %q, supported protocols are HTTP, HTTP2, GRPC, GRPC-WEB, MONGO, REDIS, MYSQL, TCP", port.GetProtocol())
 		ok = false
 	}
 	if port.GetNumber() > 0 || !strings.HasPrefix(bind, netUnixPrefix) {
@@ -174,7 +175,7 @@ func netCheckServerTLS(r *Report, p Path, t *networking.ServerTLSSettings) {
 	}
 	if (t.GetMinProtocolVersion() == networking.ServerTLSSettings_TLSV1_0 ||
 		t.GetMinProtocolVersion() == networking.ServerTLSSettings_TLSV1_1) && len(t.GetCipherSuites()) == 0 {
-		r.Warnf(p.Field("minProtocolVersion"), "TLS versions below TLSV1_2 require setting compatible ciphers, as the defaults no longer include them")
+		r.Warnf(p.Field("minProtocolVersion"), "TLS version below TLSV1_2 require setting compatible ciphers as by default they no longer include compatible ciphers.")
 	}
 	gwCheckCiphers(r, p.Field("cipherSuites"), t.GetCipherSuites())
 	certs := t.GetServerCertificate() != "" || t.GetPrivateKey() != "" || t.GetCaCertificates() != "" ||
@@ -182,8 +183,20 @@ func netCheckServerTLS(r *Report, p Path, t *networking.ServerTLSSettings) {
 	creds := t.GetCredentialName() != "" || len(t.GetCredentialNames()) > 0
 	switch mode {
 	case networking.ServerTLSSettings_ISTIO_MUTUAL:
-		if certs || creds {
-			r.Errorf(p, "ISTIO_MUTUAL TLS cannot have associated serverCertificate, privateKey, caCertificates, tlsCertificates, credentialName or credentialNames")
+		for _, f := range []struct {
+			set         bool
+			field, what string
+		}{
+			{t.GetServerCertificate() != "", "serverCertificate", "server certificate"},
+			{t.GetPrivateKey() != "", "privateKey", "private key"},
+			{t.GetCaCertificates() != "", "caCertificates", "CA bundle"},
+			{len(t.GetTlsCertificates()) > 0, "tlsCertificates", "tlsCertificates"},
+			{t.GetCredentialName() != "", "credentialName", "credentialName"},
+			{len(t.GetCredentialNames()) > 0, "credentialNames", "credentialNames"},
+		} {
+			if f.set {
+				r.Errorf(p.Field(f.field), "ISTIO_MUTUAL TLS cannot have associated %s", f.what)
+			}
 		}
 		return
 	case networking.ServerTLSSettings_PASSTHROUGH, networking.ServerTLSSettings_AUTO_PASSTHROUGH:
@@ -200,7 +213,7 @@ func netCheckServerTLS(r *Report, p Path, t *networking.ServerTLSSettings) {
 		}
 	}
 	if sources > 1 {
-		r.Errorf(p, "only one of credentialName, credentialNames, serverCertificate/privateKey, tlsCertificates should be specified")
+		r.Errorf(p, "only one of credential_name, credential_names, server_certificate/private_key, tls_certificates should be specified")
 	}
 	if t.GetCaCrl() != "" && t.GetCredentialName() != "" {
 		r.Errorf(p.Field("caCrl"), "CRL is not supported with credentialName. CRL has to be specified in the credential")

@@ -43,7 +43,7 @@ func TestValidateGatewayValid(t *testing.T) {
 func TestValidateGatewayInvalid(t *testing.T) {
 	netRun(t, validation.ValidateGateway, []netCase{
 		{name: "no servers", spec: &networking.Gateway{}, errs: []string{"spec.servers: gateway must have at least one server"}},
-		{name: "null server", spec: gwSpec(nil), errs: []string{"spec.servers[0]: server may not be null"}},
+		{name: "null server", spec: gwSpec(nil), errs: []string{"spec.servers[0]: server may not be nil"}},
 		{name: "server without hosts and port", spec: gwSpec(&networking.Server{}), errs: []string{
 			"spec.servers[0].hosts: server config must contain at least one host",
 			"spec.servers[0].port: port is required",
@@ -81,15 +81,15 @@ func TestValidateGatewayInvalid(t *testing.T) {
 		}), errs: []string{"spec.servers[0].tls.caCertificates: MUTUAL TLS requires a client CA bundle"}},
 		{name: "two certificate sources", spec: gwSimple(&networking.ServerTLSSettings{
 			Mode: networking.ServerTLSSettings_SIMPLE, ServerCertificate: "/c", PrivateKey: "/k", CredentialName: "cert",
-		}), errs: []string{"spec.servers[0].tls: only one of credentialName, credentialNames, serverCertificate/privateKey, tlsCertificates should be specified"}},
+		}), errs: []string{"spec.servers[0].tls: only one of credential_name, credential_names, server_certificate/private_key, tls_certificates should be specified"}},
 		{name: "istio mutual with credential", spec: gwSimple(&networking.ServerTLSSettings{
 			Mode: networking.ServerTLSSettings_ISTIO_MUTUAL, CredentialName: "cert",
-		}), errs: []string{"spec.servers[0].tls: ISTIO_MUTUAL TLS cannot have associated"}},
+		}), errs: []string{"spec.servers[0].tls.credentialName: ISTIO_MUTUAL TLS cannot have associated credentialName"}},
 		{name: "bad unix bind", spec: gwSpec(&networking.Server{
 			Port: &networking.Port{Number: 80, Protocol: "HTTP", Name: "h"}, Hosts: []string{"a.com"}, Bind: "unix://relative",
 		}), errs: []string{
-			`spec.servers[0].bind: unix address "relative" is not an absolute path to a file`,
-			`spec.servers[0].port.number: port number must be 0 for unix domain socket bind "unix://relative"`,
+			`spec.servers[0].bind: unix address relative is not an absolute path to a file`,
+			`spec.servers[0].port.number: port number must be 0 for unix domain socket: bind "unix://relative"`,
 		}},
 		// Istio does not check the syntax of selector labels.
 		{name: "bad selector warns", spec: &networking.Gateway{Selector: map[string]string{"app": "bad value!"},
@@ -97,7 +97,7 @@ func TestValidateGatewayInvalid(t *testing.T) {
 			warns: []string{`spec.selector: invalid label value "bad value!"`, "the selector matches no workload"}},
 		{name: "httpsRedirect on tls server warns", spec: gwSpec(gwServer(443, "TLS", "tls",
 			&networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH, HttpsRedirect: true}, "a.com")),
-			warns: []string{"spec.servers[0].tls.httpsRedirect: tls.httpsRedirect should only be used with HTTP servers"}},
+			warns: []string{"spec.servers[0].tls.httpsRedirect: tls.httpsRedirect should only be used with http servers"}},
 		{name: "passthrough with certs and bad ciphers warn", spec: gwSpec(gwServer(443, "TLS", "tls",
 			&networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_PASSTHROUGH, ServerCertificate: "/c", CipherSuites: []string{"NOPE"}}, "a.com")),
 			warns: []string{
@@ -124,7 +124,7 @@ func TestValidateGatewayInvalid(t *testing.T) {
 func TestValidateGatewayName(t *testing.T) {
 	spec := gwSpec(gwServer(80, "HTTP", "http", nil, "a.com"))
 	_, err := validation.ValidateGateway(config.Config{Meta: config.Meta{Name: "my.gateway", Namespace: "default"}, Spec: spec})
-	netExpect(t, "error", err, []string{`metadata.name: invalid gateway name "my.gateway"`})
+	netExpect(t, "error", err, []string{`metadata.name: invalid gateway name: "my.gateway"`})
 	_, err = validation.ValidateGateway(config.Config{Meta: config.Meta{
 		Name: "my.gateway", Namespace: "default",
 		Annotations: map[string]string{"internal.istio.io/gateway-semantics": "gateway"},

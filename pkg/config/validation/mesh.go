@@ -198,7 +198,7 @@ func secMeshLabelSelector(r *Report, p Path, sel *meshconfig.LabelSelector) {
 		return
 	}
 	for _, k := range secSortedKeys(sel.GetMatchLabels()) {
-		r.Add(p.Field("matchLabels").Key(k), CheckLabels(map[string]string{k: sel.GetMatchLabels()[k]}))
+		r.Add(p.Field("matchLabels").Key(k), checkKubeLabels(map[string]string{k: sel.GetMatchLabels()[k]}))
 	}
 	for i, req := range sel.GetMatchExpressions() {
 		ep := p.Field("matchExpressions").Index(i)

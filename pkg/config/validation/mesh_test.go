@@ -217,7 +217,7 @@ func TestValidateMeshNetworks(t *testing.T) {
 			"net2": nil,
 		}}, wantErr: []string{
 			"networks[net1].endpoints[0]: endpoint must set exactly one of fromCidr or fromRegistry",
-			"networks[net1].endpoints[1].fromCidr: invalid CIDR",
+			"networks[net1].endpoints[1].fromCidr: 10.0.0.0/99 is not a valid CIDR block",
 			"networks[net1].endpoints[2].fromRegistry: invalid registry name",
 			"networks[net1].gateways[0]: gateway must set exactly one of address or registryServiceName",
 			"networks[net1].gateways[1].address: \"not valid!\" is not a valid IP address or DNS name",

@@ -30,7 +30,14 @@ const netUnixPrefix = "unix://"
 const netMaxRegexLen = 1024
 
 var (
-	netHeaderNameRe  = regexp.MustCompile(`^[-_A-Za-z0-9]+$`)
+	netHeaderNameRe = regexp.MustCompile(`^[-_A-Za-z0-9]+$`)
+	// netTokenHeaderRe is an HTTP field name (RFC 7230 token characters).
+	// Istio writes "+-." inside its character class, a range that takes in
+	// ',' as well; so does this.
+	netTokenHeaderRe = regexp.MustCompile("^[!#$%&'*+,\\-.^_`|~A-Za-z0-9]+$")
+	// netProbeHeaderRe is a header name of an HTTP probe, as Kubernetes
+	// checks it (no underscores).
+	netProbeHeaderRe = regexp.MustCompile(`^[-A-Za-z0-9]+$`)
 	netHeaderValueRe = regexp.MustCompile("^[^\u0000-\u0008\u000A-\u001F\u007F]*$")
 	netLabelRe       = regexp.MustCompile(`^[a-zA-Z0-9](?:[-a-zA-Z0-9]*[a-zA-Z0-9])?$`)
 )
@@ -63,7 +70,7 @@ func netCheckProtocol(p string) error {
 		return nil
 	}
 	if _, ok := netParseProtocol(p); !ok {
-		return fmt.Errorf("unsupported protocol %q (supported: %s)", p, netProtocolList)
+		return fmt.Errorf("unsupported protocol: %s (supported: %s)", p, netProtocolList)
 	}
 	return nil
 }
@@ -98,10 +105,10 @@ func netIsLabel(s string) bool {
 // netCheckPortName requires a non-empty DNS-1123 label.
 func netCheckPortName(name string) error {
 	if name == "" {
-		return fmt.Errorf("port name is required")
+		return fmt.Errorf("invalid port name: (empty; a DNS-1123 label is required)")
 	}
 	if !netIsLabel(name) {
-		return fmt.Errorf("invalid port name %q: must be a DNS-1123 label", name)
+		return fmt.Errorf("invalid port name: %s (must be a DNS-1123 label)", name)
 	}
 	return nil
 }
@@ -115,43 +122,16 @@ func netIsIP(s string) bool {
 // netCheckIP requires an IP address.
 func netCheckIP(s string) error {
 	if !netIsIP(s) {
-		return fmt.Errorf("%q is not a valid IP address", s)
-	}
-	return nil
-}
-
-// netCheckTLD rejects names whose last label is all digits (so that IPv4
-// addresses are not mistaken for domain names).
-func netCheckTLD(host string) error {
-	h := strings.TrimSuffix(host, ".")
-	tld := h[strings.LastIndex(h, ".")+1:]
-	if _, err := strconv.Atoi(tld); err == nil {
-		return fmt.Errorf("domain name %q invalid (top level domain %q cannot be all-numeric)", host, tld)
+		return fmt.Errorf("%s is not a valid IP", s)
 	}
 	return nil
 }
 
 // netCheckFQDN validates a domain name without wildcards.
-func netCheckFQDN(host string) error {
-	if err := CheckFQDN(host); err != nil {
-		return err
-	}
-	return netCheckTLD(host)
-}
+func netCheckFQDN(host string) error { return CheckFQDN(host) }
 
 // netCheckWildcardHost validates a domain name that may start with a wildcard.
-func netCheckWildcardHost(host string) error {
-	if host == "" {
-		return fmt.Errorf("host must not be empty")
-	}
-	if err := CheckWildcardDNSName(host); err != nil {
-		return err
-	}
-	if host == "*" {
-		return nil
-	}
-	return netCheckTLD(host)
-}
+func netCheckWildcardHost(host string) error { return CheckWildcardDNSName(host) }
 
 // netCheckPartialWildcard rejects wildcards that are not a whole first label.
 func netCheckPartialWildcard(host string) error {
@@ -171,7 +151,7 @@ func netCheckUnixAddress(addr string) error {
 		return nil
 	}
 	if !path.IsAbs(addr) || strings.HasSuffix(addr, "/") {
-		return fmt.Errorf("unix address %q is not an absolute path to a file", addr)
+		return fmt.Errorf("unix address %s is not an absolute path to a file", addr)
 	}
 	return nil
 }
@@ -187,13 +167,20 @@ func netCheckDuration(d *durationpb.Duration) error {
 	return nil
 }
 
-// netCheckHeaderName validates an HTTP header name.
-func netCheckHeaderName(name string) error {
+// netCheckHeaderName validates an HTTP header name strictly: letters,
+// digits, '-' and '_'.
+func netCheckHeaderName(name string) error { return netCheckHeaderNameRe(name, netHeaderNameRe) }
+
+// netCheckTokenHeaderName validates an HTTP header name as HTTP defines
+// it (token characters).
+func netCheckTokenHeaderName(name string) error { return netCheckHeaderNameRe(name, netTokenHeaderRe) }
+
+func netCheckHeaderNameRe(name string, re *regexp.Regexp) error {
 	if name == "" {
 		return fmt.Errorf("header name cannot be empty")
 	}
-	if !netHeaderNameRe.MatchString(name) {
-		return fmt.Errorf("header name %q is not a valid header name", name)
+	if !re.MatchString(name) {
+		return fmt.Errorf("header name %s is not a valid header name", name)
 	}
 	return nil
 }
@@ -205,47 +192,39 @@ func netIsJWTClaimHeader(name string) bool {
 	return ok && len(rest) > 1 && (rest[0] == '.' || rest[0] == '[')
 }
 
-// netCheckHeaderValue rejects control characters and malformed Envoy
-// %VARIABLE% expressions ("%%" is an escaped percent sign).
+// netCheckHeaderValue rejects control characters and values Envoy's header
+// parser cannot read (malformed %VARIABLE% expressions; "%%" is an escaped
+// percent sign).
 func netCheckHeaderValue(v string) error {
 	if !netHeaderValueRe.MatchString(v) {
-		return fmt.Errorf("header value %q contains control characters", v)
+		return fmt.Errorf("header value configuration %s is invalid", v)
 	}
-	for i := 0; i < len(v); i++ {
-		if v[i] != '%' {
-			continue
-		}
-		if i+1 < len(v) && v[i+1] == '%' {
-			i++
-			continue
-		}
-		end := strings.IndexByte(v[i+1:], '%')
-		if end < 0 {
-			return fmt.Errorf("header value %q has an unterminated %%VARIABLE%% expression (use %%%% for a literal %%)", v)
-		}
-		i += end + 1
+	if err := checkHeaderValueSyntax(v); err != nil {
+		return fmt.Errorf("header value configuration: %w", err)
 	}
 	return nil
 }
 
-// netCheckRegex validates an RE2 regex as Envoy would accept it.
-func netCheckRegex(re string) error {
+// netCheckRegex validates an RE2 regex as Envoy would accept it; where
+// names the match in the message, as Istio does ("uri", "headers", ...).
+func netCheckRegex(re, where string) error {
 	if re == "" {
-		return fmt.Errorf("regex must not be empty")
+		return fmt.Errorf("%q: regex string match should not be empty", where)
 	}
 	if len(re) > netMaxRegexLen {
-		return fmt.Errorf("regex is too large, max length allowed is %d", netMaxRegexLen)
+		return fmt.Errorf("%q: regex is too large, max length allowed is %d", where, netMaxRegexLen)
 	}
 	if _, err := regexp.Compile(re); err != nil {
-		return fmt.Errorf("invalid regex %q: %v; Istio uses RE2 syntax (https://github.com/google/re2/wiki/Syntax)", re, err)
+		return fmt.Errorf("%q: %w; Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)", where, err)
 	}
 	return nil
 }
 
-// netCheckStringMatch validates a StringMatch at p. emptyPrefixOK allows
-// prefix "" (URIs); presenceOK allows no match type at all ({} checks
-// presence, for headers and query parameters).
-func netCheckStringMatch(r *Report, p Path, sm *networking.StringMatch, emptyPrefixOK, presenceOK bool) {
+// netCheckStringMatch validates a StringMatch at p; where names it in
+// messages ("uri", "headers", ...). emptyPrefixOK allows prefix ""
+// (URIs); presenceOK allows no match type at all ({} checks presence, for
+// headers and query parameters).
+func netCheckStringMatch(r *Report, p Path, sm *networking.StringMatch, where string, emptyPrefixOK, presenceOK bool) {
 	if sm == nil {
 		return
 	}
@@ -256,10 +235,10 @@ func netCheckStringMatch(r *Report, p Path, sm *networking.StringMatch, emptyPre
 		}
 	case *networking.StringMatch_Prefix:
 		if m.Prefix == "" && !emptyPrefixOK {
-			r.Errorf(p.Field("prefix"), "prefix string match should not be empty")
+			r.Errorf(p.Field("prefix"), "%q: prefix string match should not be empty", where)
 		}
 	case *networking.StringMatch_Regex:
-		r.Add(p.Field("regex"), netCheckRegex(m.Regex))
+		r.Add(p.Field("regex"), netCheckRegex(m.Regex, where))
 	}
 }
 
@@ -287,7 +266,7 @@ func netCheckAlphaSelector(r *Report, p Path, sel *networking.WorkloadSelector, 
 		return
 	}
 	if !netCheckSelectorLabels(r, p.Field("labels"), sel.GetLabels()) {
-		r.Warnf(p, "%s: workload selector specified without labels, will be applied to all workloads in the namespace", kind)
+		r.Warnf(p, "%s: workload selector specified without labels, will be applied to all services in namespace", kind)
 	}
 }
 
@@ -298,20 +277,6 @@ func netCheckTypeSelector(r *Report, p Path, sel *typev1beta1.WorkloadSelector) 
 	}
 	if !netCheckSelectorLabels(r, p.Field("matchLabels"), sel.GetMatchLabels()) {
 		r.Warnf(p, "workload selector specified without labels")
-	}
-}
-
-// netCheckExportTo validates exportTo; "~" (visible to no one) is only
-// meaningful for ServiceEntries.
-func netCheckExportTo(r *Report, p Path, exportTo []string, allowNone bool) {
-	r.Add(p, CheckExportTo(exportTo))
-	if allowNone {
-		return
-	}
-	for i, e := range exportTo {
-		if e == "~" {
-			r.Errorf(p.Index(i), "exportTo ~ (none) is only allowed for ServiceEntries")
-		}
 	}
 }
 
@@ -337,16 +302,16 @@ func netCheckDestination(r *Report, p Path, d *networking.Destination) {
 	}
 	switch h := d.GetHost(); {
 	case h == "":
-		r.Errorf(p.Field("host"), "destination host is required")
+		r.Errorf(p.Field("host"), "empty domain name not allowed (destination host is required)")
 	case h == "*":
-		r.Errorf(p.Field("host"), "invalid destination host %q", h)
+		r.Errorf(p.Field("host"), "invalid destination host %s", h)
 	default:
 		if err := netCheckWildcardHost(h); err != nil {
 			r.Errorf(p.Field("host"), "invalid destination host %q: %v", h, err)
 		}
 	}
 	if d.GetSubset() != "" && !netIsLabel(d.GetSubset()) {
-		r.Errorf(p.Field("subset"), "subset name %q is invalid: must be a DNS-1123 label", d.GetSubset())
+		r.Errorf(p.Field("subset"), "subset name is invalid: %s (must be a DNS-1123 label)", d.GetSubset())
 	}
 	if d.GetPort() != nil {
 		r.Add(p.Field("port").Field("number"), CheckPort(d.GetPort().GetNumber()))
@@ -395,7 +360,8 @@ var vsRetryOnPolicies = map[string]bool{
 }
 
 func vsStatusErr(status int64) error {
-	if status < 200 || status > 599 {
+	// Istio's bound is 600, its message 599
+	if status < 200 || status > 600 {
 		return fmt.Errorf("HTTP status %d is not in range 200-599", status)
 	}
 	return nil
@@ -415,10 +381,10 @@ func vsCheckCORS(r *Report, p Path, c *networking.CorsPolicy) {
 	for i, o := range c.GetAllowOrigins() {
 		op := p.Field("allowOrigins").Index(i)
 		if o.GetExact() == "" && o.GetPrefix() == "" && o.GetRegex() == "" {
-			r.Errorf(op, "allowOrigins entry must set a non-empty exact, prefix or regex")
+			r.Errorf(op, "'' is not a valid match type for CORS allow origins")
 			continue
 		}
-		netCheckStringMatch(r, op, o, false, false)
+		netCheckStringMatch(r, op, o, "corsPolicy.allowOrigins", false, false)
 	}
 	for i, m := range c.GetAllowMethods() {
 		if !vsSupportedMethods[m] {
@@ -431,7 +397,7 @@ func vsCheckCORS(r *Report, p Path, c *networking.CorsPolicy) {
 	}{{"allowHeaders", c.GetAllowHeaders()}, {"exposeHeaders", c.GetExposeHeaders()}} {
 		for i, h := range f.items {
 			if h != "*" {
-				r.Add(p.Field(f.name).Index(i), netCheckHeaderName(h))
+				r.Add(p.Field(f.name).Index(i), netCheckTokenHeaderName(h))
 			}
 		}
 	}
@@ -474,10 +440,11 @@ func vsCheckFault(r *Report, p Path, f *networking.HTTPFaultInjection) {
 			r.Add(ap.Field("httpStatus"), vsStatusErr(int64(e.HttpStatus)))
 		case *networking.HTTPFaultInjection_Abort_GrpcStatus:
 			if !vsGRPCStatuses[e.GrpcStatus] {
-				r.Errorf(ap.Field("grpcStatus"), "gRPC status %q is not supported, use a status name such as NOT_FOUND", e.GrpcStatus)
+				r.Errorf(ap.Field("grpcStatus"), "gRPC status %q is not supported. See https://github.com/grpc/grpc/blob/master/doc/statuscodes.md "+
+					"for a list of supported codes, for example 'NOT_FOUND'", e.GrpcStatus)
 			}
 		case *networking.HTTPFaultInjection_Abort_Http2Error:
-			r.Errorf(ap.Field("http2Error"), "HTTP/2 abort fault injection is not supported")
+			r.Errorf(ap.Field("http2Error"), "HTTP/2 abort fault injection not supported yet")
 		default:
 			r.Warnf(ap, "abort configured, but error type not set")
 		}
@@ -490,73 +457,110 @@ func vsCheckFault(r *Report, p Path, f *networking.HTTPFaultInjection) {
 		case *networking.HTTPFaultInjection_Delay_FixedDelay:
 			r.Add(dp.Field("fixedDelay"), netCheckDuration(t.FixedDelay))
 		case *networking.HTTPFaultInjection_Delay_ExponentialDelay:
-			r.Errorf(dp.Field("exponentialDelay"), "exponentialDelay is not supported")
+			r.Add(dp.Field("exponentialDelay"), netCheckDuration(t.ExponentialDelay))
+			r.Errorf(dp.Field("exponentialDelay"), "exponentialDelay not supported yet")
 		default:
 			r.Warnf(dp, "delay configured, but fixedDelay not set")
 		}
 	}
 }
 
-// vsCheckUnreachable warns about rules that can never be selected: a second
-// catch-all rule, and matches duplicating an earlier one.
+// vsCheckUnreachable warns, in Istio's words, about rules that can never be
+// selected: a rule after one without matches, and matches duplicating an
+// earlier one.
 func vsCheckUnreachable(r *Report, spec Path, vs *networking.VirtualService) {
-	httpRules := make([][]proto.Message, len(vs.GetHttp()))
+	var httpRules []vsRule
 	for i, h := range vs.GetHttp() {
-		for _, m := range h.GetMatch() {
+		rule := vsRule{name: vsRouteName(h.GetName(), i), present: h != nil}
+		for j, m := range h.GetMatch() {
 			// match names do not take part in matching
 			c := proto.Clone(m).(*networking.HTTPMatchRequest)
 			if c != nil {
 				c.Name = ""
 			}
-			httpRules[i] = append(httpRules[i], c)
+			rule.matches = append(rule.matches, c)
+			rule.matchNames = append(rule.matchNames, vsRouteName(m.GetName(), j))
 		}
+		httpRules = append(httpRules, rule)
 	}
 	vsWarnUnreachable(r, spec.Field("http"), httpRules)
-	tcp := make([][]proto.Message, len(vs.GetTcp()))
+	var tcp []vsRule
 	for i, t := range vs.GetTcp() {
-		for _, m := range t.GetMatch() {
-			tcp[i] = append(tcp[i], m)
+		rule := vsRule{name: vsRouteName("", i), present: t != nil}
+		for j, m := range t.GetMatch() {
+			rule.matches = append(rule.matches, m)
+			rule.matchNames = append(rule.matchNames, vsRouteName("", j))
 		}
+		tcp = append(tcp, rule)
 	}
 	vsWarnUnreachable(r, spec.Field("tcp"), tcp)
-	tls := make([][]proto.Message, len(vs.GetTls()))
+	var tls []vsRule
 	for i, t := range vs.GetTls() {
-		for _, m := range t.GetMatch() {
-			tls[i] = append(tls[i], m)
+		rule := vsRule{name: vsRouteName("", i), present: t != nil}
+		for j, m := range t.GetMatch() {
+			rule.matches = append(rule.matches, m)
+			rule.matchNames = append(rule.matchNames, vsRouteName("", j))
 		}
+		tls = append(tls, rule)
 	}
 	vsWarnUnreachable(r, spec.Field("tls"), tls)
 }
 
-func vsWarnUnreachable(r *Report, p Path, rules [][]proto.Message) {
-	catchAll := -1
+// vsRule is one route of a VirtualService as the unreachable-rule check
+// sees it.
+type vsRule struct {
+	present    bool
+	name       string
+	matches    []proto.Message
+	matchNames []string
+}
+
+// vsRouteName names a rule or match as Istio does: its quoted name, else
+// #index.
+func vsRouteName(name string, i int) string {
+	if name != "" {
+		return strconv.Quote(name)
+	}
+	return "#" + strconv.Itoa(i)
+}
+
+func vsWarnUnreachable(r *Report, p Path, rules []vsRule) {
+	catchAll := false
 	type seen struct {
 		m    proto.Message
 		rule int
 	}
 	var prior []seen
-	for i, matches := range rules {
-		if len(matches) == 0 {
-			if catchAll >= 0 {
-				r.Warnf(p.Index(i), "rule is not used: only the last rule can have no matches (rule %d already matches all traffic)", catchAll)
+	for i, rule := range rules {
+		if !rule.present {
+			continue
+		}
+		if len(rule.matches) == 0 {
+			if catchAll {
+				r.Warnf(p.Index(i), "virtualService rule %s not used (only the last rule can have no matches)", rule.name)
 			}
-			catchAll = i
+			catchAll = true
 			continue
 		}
 		dups := 0
 	next:
-		for j, m := range matches {
+		for j, m := range rule.matches {
+			if catchAll {
+				r.Warnf(p.Index(i).Field("match").Index(j), "virtualService rule %s not used (route without matches defined before)", rule.name)
+				continue
+			}
 			for _, s := range prior {
 				if proto.Equal(s.m, m) {
-					r.Warnf(p.Index(i).Field("match").Index(j), "match is not used: duplicate of a match in rule %d", s.rule)
+					r.Warnf(p.Index(i).Field("match").Index(j), "virtualService rule %s match %s is not used (duplicate/overlapping match in rule %s)",
+						rule.name, rule.matchNames[j], rules[s.rule].name)
 					dups++
 					continue next
 				}
 			}
 			prior = append(prior, seen{m: m, rule: i})
 		}
-		if dups == len(matches) {
-			r.Warnf(p.Index(i), "rule is not used: all matches used by prior rules")
+		if dups == len(rule.matches) {
+			r.Warnf(p.Index(i), "virtualService rule %s not used (all matches used by prior rules)", rule.name)
 		}
 	}
 }

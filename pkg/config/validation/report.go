@@ -96,6 +96,17 @@ func (r *Report) Merge(o *Report, errorsAsWarnings bool) {
 	r.errs = append(r.errs, o.errs...)
 }
 
+// prefixErrors puts prefix in front of the message of every error recorded
+// so far, as Istio does for the errors of some kinds ("invalid policy
+// <name>.<namespace>: ").
+func (r *Report) prefixErrors(prefix string) {
+	for _, e := range r.errs {
+		if p, ok := e.(*Problem); ok {
+			p.Msg = prefix + p.Msg
+		}
+	}
+}
+
 // HasErrors reports whether any error was recorded.
 func (r *Report) HasErrors() bool { return len(r.errs) > 0 }
 

@@ -24,21 +24,24 @@ const secMaxTargetRefs = 16
 
 // secTargetKind is one kind a policy may attach to through targetRefs.
 type secTargetKind struct {
-	group string // canonical group; "core" for the Kubernetes core group
-	kind  string
+	group   string // canonical group; "core" for the Kubernetes core group
+	version string // only named in messages, as Istio does; not checked
+	kind    string
 }
 
 var secAllowedTargets = []secTargetKind{
-	{group: "core", kind: "Service"},
-	{group: "networking.istio.io", kind: "ServiceEntry"},
-	{group: "gateway.networking.k8s.io", kind: "Gateway"},
-	{group: "gateway.networking.k8s.io", kind: "GatewayClass"},
+	{group: "core", version: "v1", kind: "Service"},
+	{group: "networking.istio.io", version: "v1", kind: "ServiceEntry"},
+	{group: "gateway.networking.k8s.io", version: "v1", kind: "Gateway"},
+	{group: "gateway.networking.k8s.io", version: "v1", kind: "GatewayClass"},
 }
 
+// secAllowedTargetsText lists the allowed kinds as Istio prints them
+// (group/version/kind).
 func secAllowedTargetsText() string {
 	parts := make([]string, 0, len(secAllowedTargets))
 	for _, a := range secAllowedTargets {
-		parts = append(parts, a.group+"/"+a.kind)
+		parts = append(parts, a.group+"/"+a.version+"/"+a.kind)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
@@ -146,103 +149,8 @@ func secPolicyTargetRef(r *Report, p Path, ref *typev1beta1.PolicyTargetReferenc
 		secAllowedTargetsText(), ref.GetGroup(), ref.GetKind())
 }
 
-// secNoEmptyValues reports every empty string of a list.
-func secNoEmptyValues(r *Report, p Path, values []string) {
-	for i, v := range values {
-		if v == "" {
-			r.Errorf(p.Index(i), "empty value not allowed")
-		}
-	}
-}
-
-// secIPValues requires every non-empty value to be an IP or a CIDR.
-func secIPValues(r *Report, p Path, values []string) {
-	for i, v := range values {
-		if v == "" {
-			continue // reported as empty
-		}
-		r.Add(p.Index(i), CheckIPOrCIDR(v))
-	}
-}
-
-// secPortStrings requires every non-empty value to be a port number 1..65535.
-func secPortStrings(r *Report, p Path, values []string) {
-	for i, v := range values {
-		if v == "" {
-			continue
-		}
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil || n < 1 || n > 65535 {
-			r.Errorf(p.Index(i), "bad port %q: must be a number in the range 1..65535", v)
-		}
-	}
-}
-
-// secServiceAccountValues validates "sa" or "namespace/sa" entries.
-func secServiceAccountValues(r *Report, p Path, values []string) {
-	if len(values) > 16 {
-		r.Errorf(p, "may not have more than 16 values, found %d", len(values))
-	}
-	for i, v := range values {
-		at := p.Index(i)
-		switch {
-		case v == "":
-			r.Errorf(at, "empty value not allowed")
-		case strings.Contains(v, "*"):
-			r.Errorf(at, "wildcard not allowed in service account %q", v)
-		case len(v) > 320:
-			r.Errorf(at, "service account cannot exceed 320 characters")
-		case strings.Count(v, "/") > 1:
-			r.Errorf(at, "expected format 'serviceAccount' or 'namespace/serviceAccount', found %q", v)
-		default:
-			ns, sa, ok := strings.Cut(v, "/")
-			if ok && (ns == "" || sa == "") {
-				r.Errorf(at, "expected format 'serviceAccount' or 'namespace/serviceAccount', found %q", v)
-			}
-		}
-	}
-}
-
-var (
-	secHeaderNameRe  = regexp.MustCompile(`^[-_A-Za-z0-9]+$`)
-	secPathLiteralRe = regexp.MustCompile(`^[a-zA-Z0-9-._~%!$&'()+,;:@=]+$`)
-)
-
-// secHeaderNameStrict accepts only letters, digits, '-' and '_'.
-func secHeaderNameStrict(name string) error {
-	if name == "" {
-		return fmt.Errorf("header name cannot be empty")
-	}
-	if !secHeaderNameRe.MatchString(name) {
-		return fmt.Errorf("header name %q is not a valid header name", name)
-	}
-	return nil
-}
-
-// secPathTemplate validates the {*} / {**} path template syntax of an
-// authorization path; plain paths are accepted as they are.
-func secPathTemplate(path string) error {
-	isTemplate := strings.Contains(path, "{*}") || strings.Contains(path, "{**}")
-	seenAny := false
-	for _, seg := range strings.Split(strings.Trim(path, "/"), "/") {
-		switch {
-		case (seg == "{*}" || seg == "{**}") && seenAny:
-			return fmt.Errorf("invalid path template %q: {**} must be the last operator", path)
-		case seg == "{*}":
-			continue
-		case seg == "{**}":
-			seenAny = true
-			continue
-		}
-		if strings.ContainsAny(seg, "{}") {
-			return fmt.Errorf("invalid path template %q: '{' or '}' outside a supported path template", path)
-		}
-		if isTemplate && !secPathLiteralRe.MatchString(seg) {
-			return fmt.Errorf("invalid path template %q: segment %q is not a valid literal", path, seg)
-		}
-	}
-	return nil
-}
+// secPathLiteralRe is a path segment literal (RFC 3986 pchar).
+var secPathLiteralRe = regexp.MustCompile(`^[a-zA-Z0-9-._~%!$&'()+,;:@=]+$`)
 
 // secHostPort validates "host:port" where host is an FQDN or an IP.
 func secHostPort(addr string) error {

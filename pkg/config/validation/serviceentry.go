@@ -12,6 +12,10 @@ import (
 // when set to "false".
 const seAutoAllocateLabel = "networking.istio.io/enable-autoallocate-ip"
 
+// seUseWaypointLabel names the waypoint of a ServiceEntry ("none": no
+// waypoint).
+const seUseWaypointLabel = "istio.io/use-waypoint"
+
 // ValidateServiceEntry checks a ServiceEntry.
 func ValidateServiceEntry(cfg config.Config) (Warning, error) {
 	se, ok := cfg.Spec.(*networking.ServiceEntry)
@@ -25,7 +29,7 @@ func ValidateServiceEntry(cfg config.Config) (Warning, error) {
 	spec := Path("spec")
 	netCheckAlphaSelector(r, spec.Field("workloadSelector"), se.GetWorkloadSelector(), "service entry")
 	if se.GetWorkloadSelector() != nil && se.GetEndpoints() != nil {
-		r.Errorf(spec, "only one of workloadSelector or endpoints is allowed in a service entry")
+		r.Errorf(spec, "only one of WorkloadSelector or Endpoints is allowed in Service Entry")
 	}
 	seCheckHosts(r, spec.Field("hosts"), se.GetHosts())
 	cidr := false
@@ -42,7 +46,8 @@ func ValidateServiceEntry(cfg config.Config) (Warning, error) {
 	}
 	autoAllocate := cfg.Labels[seAutoAllocateLabel] != "false"
 	ports := seCheckPorts(r, spec.Field("ports"), se, autoAllocate)
-	seCheckResolution(r, spec, se, ports)
+	w := cfg.Labels[seUseWaypointLabel]
+	seCheckResolution(r, spec, se, ports, w != "" && !strings.EqualFold(w, "none"))
 	if res != networking.ServiceEntry_NONE && len(se.GetHosts()) > 1 {
 		for i, p := range se.GetPorts() {
 			if p != nil && !netProtoIsHTTP(p.GetProtocol()) && !netProtoIsTLS(p.GetProtocol()) {
@@ -51,7 +56,7 @@ func ValidateServiceEntry(cfg config.Config) (Warning, error) {
 			}
 		}
 	}
-	r.Add(spec.Field("exportTo"), CheckExportTo(se.GetExportTo()))
+	checkExportTo(r, spec.Field("exportTo"), cfg.Namespace, se.GetExportTo(), true, false)
 	return r.Result()
 }
 
@@ -103,7 +108,7 @@ func seCheckPorts(r *Report, p Path, se *networking.ServiceEntry, autoAllocate b
 			r.Add(pp.Field("targetPort"), CheckPort(port.GetTargetPort()))
 		}
 		if len(se.GetAddresses()) == 0 && !autoAllocate && (port.GetProtocol() == "" || strings.EqualFold(port.GetProtocol(), "TCP")) {
-			r.Warnf(pp, "addresses are required for ports serving TCP (or unset) protocol when IP auto-allocation is not enabled")
+			r.Warnf(pp, "addresses are required for ports serving TCP (or unset) protocol when IP Autoallocation is not enabled")
 		}
 	}
 	return names
@@ -111,13 +116,13 @@ func seCheckPorts(r *Report, p Path, se *networking.ServiceEntry, autoAllocate b
 
 // seCheckResolution applies the rules of the resolution mode to endpoints,
 // hosts and the workload selector.
-func seCheckResolution(r *Report, spec Path, se *networking.ServiceEntry, ports map[string]bool) {
+func seCheckResolution(r *Report, spec Path, se *networking.ServiceEntry, ports map[string]bool, useWaypoint bool) {
 	res := se.GetResolution()
 	ep := spec.Field("endpoints")
 	switch res {
 	case networking.ServiceEntry_NONE:
 		if len(se.GetEndpoints()) != 0 {
-			r.Errorf(ep, "no endpoints should be provided for resolution type NONE")
+			r.Errorf(ep, "no endpoints should be provided for resolution type none")
 		}
 		if se.GetWorkloadSelector() != nil {
 			r.Warnf(spec.Field("workloadSelector"), "workloadSelector should not be set when resolution mode is NONE")
@@ -128,7 +133,7 @@ func seCheckResolution(r *Report, spec Path, se *networking.ServiceEntry, ports 
 		}
 		for i, e := range se.GetEndpoints() {
 			if e == nil {
-				r.Errorf(ep.Index(i), "endpoint cannot be null")
+				r.Errorf(ep.Index(i), "endpoint cannot be nil")
 				continue
 			}
 			netCheckWorkloadEntry(r, ep.Index(i), e, ports, false)
@@ -136,21 +141,52 @@ func seCheckResolution(r *Report, spec Path, se *networking.ServiceEntry, ports 
 	case networking.ServiceEntry_DNS, networking.ServiceEntry_DNS_ROUND_ROBIN:
 		seCheckDNS(r, spec, se, ports)
 	case networking.ServiceEntry_DYNAMIC_DNS:
-		for i, h := range se.GetHosts() {
-			if !strings.HasPrefix(h, "*") {
-				r.Errorf(spec.Field("hosts").Index(i), "resolution DYNAMIC_DNS is only supported for wildcard hosts, got %q", h)
-			}
-		}
-		if len(se.GetEndpoints()) > 0 {
-			r.Warnf(ep, "endpoints are ignored with resolution DYNAMIC_DNS")
-		}
-		for i, p := range se.GetPorts() {
-			if p != nil && !netProtoIsHTTP(p.GetProtocol()) && !strings.EqualFold(p.GetProtocol(), "TLS") {
-				r.Warnf(spec.Field("ports").Index(i), "resolution DYNAMIC_DNS needs HTTP or TLS ports to recover the host name; protocol %q is not supported", p.GetProtocol())
-			}
-		}
+		seCheckDynamicDNS(r, spec, se, useWaypoint)
 	default:
 		r.Errorf(spec.Field("resolution"), "unsupported resolution type %d", res)
+	}
+}
+
+// seCheckDynamicDNS applies the rules of DYNAMIC_DNS resolution: wildcard
+// hosts, no addresses or endpoints (the destination comes from the
+// request), and protocols that carry the host name (HTTP, HTTP2, GRPC,
+// TLS).
+func seCheckDynamicDNS(r *Report, spec Path, se *networking.ServiceEntry, useWaypoint bool) {
+	res := se.GetResolution()
+	if len(se.GetHosts()) == 0 {
+		r.Errorf(spec.Field("hosts"), "at least one wildcard host must be provided for resolution type %s", res)
+	}
+	for i, h := range se.GetHosts() {
+		if !strings.HasPrefix(h, "*") {
+			r.Errorf(spec.Field("hosts").Index(i), "host must be wildcarded for resolution mode %s (got %q)", res, h)
+		}
+	}
+	if len(se.GetAddresses()) != 0 {
+		r.Errorf(spec.Field("addresses"), "addresses cannot be set for resolution type %s. HTTP route domains will only be generated"+
+			"from the hosts field values", res)
+	}
+	if len(se.GetEndpoints()) != 0 {
+		r.Errorf(spec.Field("endpoints"), "endpoints cannot be set for resolution type %s. Destination IP address determined from hosts"+
+			"field values", res)
+	}
+	for i, p := range se.GetPorts() {
+		if p == nil {
+			continue
+		}
+		switch c, _ := netParseProtocol(p.GetProtocol()); c {
+		case "HTTP", "TLS", "GRPC", "HTTP2":
+		default:
+			r.Errorf(spec.Field("ports").Index(i).Field("protocol"), "only HTTP, TLS, GRPC, and HTTP2 protocols are supported for resolution type %s", res)
+		}
+	}
+	switch se.GetLocation() {
+	case networking.ServiceEntry_MESH_EXTERNAL:
+	case networking.ServiceEntry_MESH_INTERNAL:
+		if useWaypoint {
+			r.Errorf(spec.Field("location"), "location MESH_INTERNAL with resolution type %s is not supported when using waypoints", res)
+		}
+	default:
+		r.Errorf(spec.Field("location"), "location must be MESH_EXTERNAL or MESH_INTERNAL for resolution type %s", res)
 	}
 }
 
@@ -161,7 +197,8 @@ func seCheckDNS(r *Report, spec Path, se *networking.ServiceEntry, ports map[str
 	if len(se.GetEndpoints()) == 0 {
 		for i, h := range se.GetHosts() {
 			if strings.Contains(h, "*") {
-				r.Errorf(spec.Field("hosts").Index(i), "hosts must be FQDN if no endpoints are provided for resolution mode %s (got %q)", res, h)
+				r.Errorf(spec.Field("hosts").Index(i), "hosts must be FQDN or contain only prefix wildcards if no endpoints are provided for resolution mode %s, %v",
+					res, netCheckFQDN(h))
 			}
 		}
 	}
@@ -170,7 +207,7 @@ func seCheckDNS(r *Report, spec Path, se *networking.ServiceEntry, ports map[str
 	}
 	for i, e := range se.GetEndpoints() {
 		if e == nil {
-			r.Errorf(ep.Index(i), "endpoint cannot be null")
+			r.Errorf(ep.Index(i), "endpoint cannot be nil")
 			continue
 		}
 		netCheckWorkloadEntry(r, ep.Index(i), e, ports, true)

@@ -64,8 +64,8 @@ func TestValidateServiceEntryInvalid(t *testing.T) {
 		)}, errs: []string{
 			"spec.ports[1].number: service entry port 80 already defined",
 			`spec.ports[2].name: service entry port name "http" already defined`,
-			"spec.ports[3].name: port name is required",
-			`spec.ports[3].protocol: unsupported protocol "FTP"`,
+			"spec.ports[3].name: invalid port name: (empty; a DNS-1123 label is required)",
+			`spec.ports[3].protocol: unsupported protocol: FTP (supported: HTTP, HTTPS, HTTP2, GRPC, GRPC-WEB, HTTP_PROXY, TCP, TLS, MONGO, REDIS, MYSQL, UDP)`,
 			"spec.ports[3].number: port number 0 must be in the range 1..65535",
 			"spec.ports[4]: service entry port may not be null",
 		}},
@@ -73,24 +73,24 @@ func TestValidateServiceEntryInvalid(t *testing.T) {
 			Hosts: []string{"a.com"}, Addresses: []string{"not-an-ip", "10.0.0.0/8"}, Ports: sePorts(sePort(80, "HTTP", "http")),
 			Resolution: networking.ServiceEntry_DNS,
 		}, errs: []string{
-			`spec.addresses[0]: invalid IP address "not-an-ip"`,
+			`spec.addresses[0]: not-an-ip is not a valid IP`,
 			"spec.addresses: CIDR addresses are allowed only for NONE/STATIC resolution types",
 		}},
 		{name: "NONE with endpoints", spec: &networking.ServiceEntry{
 			Hosts: []string{"a.com"}, Ports: sePorts(sePort(80, "HTTP", "http")),
 			Endpoints: []*networking.WorkloadEntry{{Address: "1.1.1.1"}},
-		}, errs: []string{"spec.endpoints: no endpoints should be provided for resolution type NONE"}},
+		}, errs: []string{"spec.endpoints: no endpoints should be provided for resolution type none"}},
 		{name: "STATIC endpoint must be an IP", spec: &networking.ServiceEntry{
 			Hosts: []string{"a.com"}, Ports: sePorts(sePort(80, "HTTP", "http")), Resolution: networking.ServiceEntry_STATIC,
 			Endpoints: []*networking.WorkloadEntry{{Address: "host.example.com"}, {Address: "1.1.1.1", Ports: map[string]uint32{"grpc": 9090}}, nil},
 		}, errs: []string{
 			`spec.endpoints[0].address: endpoint address "host.example.com" is not a valid IP address`,
-			`spec.endpoints[1].ports[grpc]: endpoint port "grpc" is not defined by the service entry`,
-			"spec.endpoints[2]: endpoint cannot be null",
+			`spec.endpoints[1].ports[grpc]: endpoint port 9090 is not defined by the service entry (no service port is named "grpc")`,
+			"spec.endpoints[2]: endpoint cannot be nil",
 		}},
 		{name: "DNS wildcard without endpoints", spec: &networking.ServiceEntry{
 			Hosts: []string{"*.example.com"}, Ports: sePorts(sePort(80, "HTTP", "http")), Resolution: networking.ServiceEntry_DNS,
-		}, errs: []string{`spec.hosts[0]: hosts must be FQDN if no endpoints are provided for resolution mode DNS (got "*.example.com")`}},
+		}, errs: []string{`spec.hosts[0]: hosts must be FQDN or contain only prefix wildcards if no endpoints are provided for resolution mode DNS, domain name "*.example.com" invalid (label "*" invalid)`}},
 		{name: "DNS_ROUND_ROBIN with two endpoints", spec: &networking.ServiceEntry{
 			Hosts: []string{"a.com"}, Ports: sePorts(sePort(80, "HTTP", "http")), Resolution: networking.ServiceEntry_DNS_ROUND_ROBIN,
 			Endpoints: []*networking.WorkloadEntry{{Address: "1.1.1.1"}, {Address: "b.example.com"}},
@@ -99,16 +99,16 @@ func TestValidateServiceEntryInvalid(t *testing.T) {
 			Hosts: []string{"a.com"}, Ports: sePorts(sePort(80, "HTTP", "http")), Resolution: networking.ServiceEntry_STATIC,
 			WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "a"}},
 			Endpoints:        []*networking.WorkloadEntry{{Address: "1.1.1.1"}},
-		}, errs: []string{"spec: only one of workloadSelector or endpoints is allowed in a service entry"}},
+		}, errs: []string{"spec: only one of WorkloadSelector or Endpoints is allowed in Service Entry"}},
 		{name: "multiple hosts with tcp", spec: &networking.ServiceEntry{
 			Hosts: []string{"a.com", "b.com"}, Ports: sePorts(sePort(5432, "TCP", "pg")), Resolution: networking.ServiceEntry_DNS,
 		}, errs: []string{"spec.ports[0]: multiple hosts provided with non-HTTP, non-TLS ports"}},
 		{name: "dynamic dns needs wildcard", spec: &networking.ServiceEntry{
 			Hosts: []string{"a.com"}, Ports: sePorts(sePort(443, "TLS", "tls")), Resolution: networking.ServiceEntry_DYNAMIC_DNS,
-		}, errs: []string{`spec.hosts[0]: resolution DYNAMIC_DNS is only supported for wildcard hosts, got "a.com"`}},
+		}, errs: []string{`spec.hosts[0]: host must be wildcarded for resolution mode DYNAMIC_DNS (got "a.com")`}},
 		{name: "unknown resolution and exportTo", spec: &networking.ServiceEntry{
 			Hosts: []string{"a.com"}, Ports: sePorts(sePort(80, "HTTP", "http")), Resolution: 42, ExportTo: []string{"~", "ns"},
-		}, errs: []string{"spec.resolution: unsupported resolution type 42", "spec.exportTo: exportTo with '*' or '~' cannot hold other entries"}},
+		}, errs: []string{"spec.resolution: unsupported resolution type 42", "spec.exportTo: cannot export service entry to no one (~) and someone"}},
 		{name: "empty selector warns", spec: &networking.ServiceEntry{
 			Hosts: []string{"a.com"}, Ports: sePorts(sePort(80, "HTTP", "http")), Resolution: networking.ServiceEntry_STATIC,
 			WorkloadSelector: &networking.WorkloadSelector{},

@@ -41,7 +41,7 @@ func ValidateSidecar(cfg config.Config) (Warning, error) {
 // defaultEndpoint, TLS and connection pool.
 func scCheckIngress(r *Report, p Path, in *networking.IstioIngressListener, ports map[uint32]bool) {
 	if in == nil {
-		r.Errorf(p, "sidecar: ingress listener may not be null")
+		r.Errorf(p, "sidecar: ingress may not be null")
 		return
 	}
 	port := in.GetPort()
@@ -73,8 +73,17 @@ func scCheckIngress(r *Report, p Path, in *networking.IstioIngressListener, port
 		if t.GetCredentialName() != "" {
 			r.Errorf(tp.Field("credentialName"), "sidecar: credentialName is not currently supported")
 		}
+		if len(t.GetCredentialNames()) > 0 {
+			r.Errorf(tp.Field("credentialNames"), "sidecar: credentialNames is not currently supported")
+		}
+		if len(t.GetTlsCertificates()) > 0 {
+			r.Errorf(tp.Field("tlsCertificates"), "sidecar: tls_certificates is not currently supported")
+		}
 		if m := t.GetMode(); m == networking.ServerTLSSettings_ISTIO_MUTUAL || m == networking.ServerTLSSettings_AUTO_PASSTHROUGH {
-			r.Errorf(tp.Field("mode"), "sidecar: cannot set mode to %s in ingress tls", m)
+			r.Errorf(tp.Field("mode"), "configuration is invalid: cannot set mode to %s in sidecar ingress tls", m)
+		}
+		if !netProtoIsTLS(port.GetProtocol()) {
+			r.Errorf(tp, "server cannot have TLS settings for non HTTPS/TLS ports")
 		}
 		netCheckServerTLS(r, tp, t)
 	}
@@ -87,26 +96,28 @@ func scCheckIngress(r *Report, p Path, in *networking.IstioIngressListener, port
 }
 
 // scCheckDefaultEndpoint accepts 127.0.0.1:PORT, 0.0.0.0:PORT, [::1]:PORT,
-// [::]:PORT, :PORT or unix://path.
+// [::]:PORT, :PORT or unix://path (Istio's messages).
 func scCheckDefaultEndpoint(ep string) error {
 	if rest, ok := strings.CutPrefix(ep, netUnixPrefix); ok {
 		return netCheckUnixAddress(rest)
 	}
-	const form = "sidecar: defaultEndpoint must be of form 127.0.0.1:<port>, 0.0.0.0:<port>, [::1]:<port>, [::]:<port>, unix://filepath or unset"
 	host, port, err := net.SplitHostPort(ep)
 	if err != nil {
-		return fmt.Errorf("%s (got %q)", form, ep)
+		return err
 	}
 	switch host {
 	case "", "127.0.0.1", "0.0.0.0", "::1", "::":
 	default:
-		return fmt.Errorf("%s (got %q)", form, ep)
+		return fmt.Errorf("sidecar: defaultEndpoint must be of form 127.0.0.1:<port>,0.0.0.0:<port>,[::1]:port,[::]:port,unix://filepath or unset")
 	}
-	n, err := strconv.ParseUint(port, 10, 32)
+	n, err := strconv.Atoi(port)
 	if err != nil {
-		return fmt.Errorf("sidecar: defaultEndpoint port %q is not a number", port)
+		return fmt.Errorf("sidecar: defaultEndpoint port (%s) is not a number: %v", port, err)
 	}
-	return CheckPort(uint32(n))
+	if n < 1 || n > 65535 {
+		return fmt.Errorf("port number %d must be in the range 1..65535", n)
+	}
+	return nil
 }
 
 // scCheckPort validates the optional name, protocol and targetPort of a
@@ -220,7 +231,7 @@ func scCheckEgressHosts(r *Report, p Path, hosts []string, ns string) {
 		svcs[name] = true
 	}
 	if byNS["*"]["*"] && len(byNS) > 1 {
-		r.Warnf(p, "`*/*` host selects all resources, no other hosts can be added")
+		r.Warnf(p, "`*/*` host select all resources, no other hosts can be added")
 	}
 }
 
@@ -234,7 +245,8 @@ func scCheckHost(h string) error {
 	if hostNS == "" || name == "" {
 		return fmt.Errorf("config namespace and dnsName in host entry cannot be empty")
 	}
-	if hostNS != "*" && hostNS != "." && hostNS != "~" && !netIsLabel(hostNS) {
+	// a namespace may be prefixed with "~" to leave it out
+	if ns := strings.TrimPrefix(hostNS, "~"); ns != "" && ns != "*" && ns != "." && !netIsLabel(ns) {
 		return fmt.Errorf("invalid namespace value %q in sidecar", hostNS)
 	}
 	return netCheckHostPart(name, false)
@@ -246,6 +258,11 @@ func scCheckOutboundPolicy(r *Report, p Path, tp *networking.OutboundTrafficPoli
 	if tp == nil {
 		return
 	}
+	// the mesh's ALLOW_ANY_DYNAMIC_DNS, by number
+	if tp.GetMode() == 3 {
+		r.Errorf(p.Field("mode"), "sidecar: ALLOW_ANY_DYNAMIC_DNS mode is only supported in MeshConfig, not in Sidecar resource")
+		return
+	}
 	if _, ok := networking.OutboundTrafficPolicy_Mode_name[int32(tp.GetMode())]; !ok {
 		r.Errorf(p.Field("mode"), "unknown outbound traffic policy mode %d", tp.GetMode())
 	}
@@ -255,17 +272,17 @@ func scCheckOutboundPolicy(r *Report, p Path, tp *networking.OutboundTrafficPoli
 	}
 	epp := p.Field("egressProxy")
 	if tp.GetMode() != networking.OutboundTrafficPolicy_ALLOW_ANY {
-		r.Errorf(epp, "sidecar: egressProxy must be set only with ALLOW_ANY outboundTrafficPolicy mode")
+		r.Errorf(epp, "sidecar: egress_proxy must be set only with ALLOW_ANY outbound_traffic_policy mode")
 		return
 	}
 	if err := netCheckFQDN(ep.GetHost()); err != nil {
 		r.Errorf(epp.Field("host"), "invalid egressProxy host %q: %v", ep.GetHost(), err)
 	}
 	if ep.GetPort() == nil {
-		r.Errorf(epp.Field("port"), "sidecar: egressProxy port must be set")
+		r.Errorf(epp.Field("port"), "sidecar: egress_proxy port must be non-nil")
 	}
 	if ep.GetSubset() != "" && !netIsLabel(ep.GetSubset()) {
-		r.Errorf(epp.Field("subset"), "subset name %q is invalid: must be a DNS-1123 label", ep.GetSubset())
+		r.Errorf(epp.Field("subset"), "subset name is invalid: %s (must be a DNS-1123 label)", ep.GetSubset())
 	}
 	if ep.GetPort() != nil {
 		r.Add(epp.Field("port").Field("number"), CheckPort(ep.GetPort().GetNumber()))

@@ -69,8 +69,8 @@ func TestValidateSidecarInvalid(t *testing.T) {
 			{Port: &networking.SidecarPort{Number: 80, Protocol: "HTTP"}, Hosts: []string{"ns/*"}},
 			{Port: &networking.SidecarPort{Number: 0}, Bind: "10.0.0.1", CaptureMode: networking.CaptureMode_IPTABLES, Hosts: []string{"ns/*"}},
 		}}, errs: []string{
-			`spec.egress[0].port.protocol: unsupported protocol "FTP"`,
-			`spec.egress[0].bind: "not-an-ip" is not a valid IP address`,
+			`spec.egress[0].port.protocol: unsupported protocol: FTP (supported: HTTP, HTTPS, HTTP2, GRPC, GRPC-WEB, HTTP_PROXY, TCP, TLS, MONGO, REDIS, MYSQL, UDP)`,
+			`spec.egress[0].bind: not-an-ip is not a valid IP`,
 			"spec.egress[1].port.number: sidecar: ports on IP bound listeners must be unique (duplicate 80)",
 			"spec.egress[2].bind: sidecar: ports with 0 value must have a unix domain socket bind address",
 			"spec.egress[2].captureMode: sidecar: captureMode must be DEFAULT/NONE for unix domain socket listeners",
@@ -79,28 +79,28 @@ func TestValidateSidecarInvalid(t *testing.T) {
 			{}, nil, scIngress(8080, "10.0.0.1:80"), scIngress(8080, "127.0.0.1:http"), scIngress(0, "unix://rel"),
 		}}, errs: []string{
 			"spec.ingress[0].port: sidecar: port is required for ingress listeners",
-			"spec.ingress[1]: sidecar: ingress listener may not be null",
-			`spec.ingress[2].defaultEndpoint: sidecar: defaultEndpoint must be of form 127.0.0.1:<port>, 0.0.0.0:<port>, [::1]:<port>, [::]:<port>, unix://filepath or unset (got "10.0.0.1:80")`,
+			"spec.ingress[1]: sidecar: ingress may not be null",
+			`spec.ingress[2].defaultEndpoint: sidecar: defaultEndpoint must be of form 127.0.0.1:<port>,0.0.0.0:<port>,[::1]:port,[::]:port,unix://filepath or unset`,
 			"spec.ingress[3].port.number: sidecar: ports on IP bound listeners must be unique (duplicate 8080)",
-			`spec.ingress[3].defaultEndpoint: sidecar: defaultEndpoint port "http" is not a number`,
+			`spec.ingress[3].defaultEndpoint: sidecar: defaultEndpoint port (http) is not a number: strconv.Atoi: parsing "http": invalid syntax`,
 			"spec.ingress[4].port.number: port number 0 must be in the range 1..65535",
-			`spec.ingress[4].defaultEndpoint: unix address "rel" is not an absolute path to a file`,
+			`spec.ingress[4].defaultEndpoint: unix address rel is not an absolute path to a file`,
 		}},
 		{name: "ingress tls", spec: &networking.Sidecar{Ingress: []*networking.IstioIngressListener{{
 			Port: &networking.SidecarPort{Number: 443, Protocol: "HTTPS", Name: "https"},
 			Tls: &networking.ServerTLSSettings{Mode: networking.ServerTLSSettings_ISTIO_MUTUAL, HttpsRedirect: true,
 				SubjectAltNames: []string{"a"}},
 		}}}, errs: []string{
-			"spec.ingress[0].tls.mode: sidecar: cannot set mode to ISTIO_MUTUAL in ingress tls",
+			"spec.ingress[0].tls.mode: configuration is invalid: cannot set mode to ISTIO_MUTUAL in sidecar ingress tls",
 			"spec.ingress[0].tls.httpsRedirect: sidecar: httpsRedirect is not supported",
 			"spec.ingress[0].tls.subjectAltNames: sidecar: subjectAltNames is not supported in ingress tls",
 		}},
 		{name: "egress proxy needs ALLOW_ANY", spec: &networking.Sidecar{OutboundTrafficPolicy: &networking.OutboundTrafficPolicy{
 			EgressProxy: &networking.Destination{Host: "egress.example.com"},
-		}}, errs: []string{"spec.outboundTrafficPolicy.egressProxy: sidecar: egressProxy must be set only with ALLOW_ANY outboundTrafficPolicy mode"}},
+		}}, errs: []string{"spec.outboundTrafficPolicy.egressProxy: sidecar: egress_proxy must be set only with ALLOW_ANY outbound_traffic_policy mode"}},
 		{name: "egress proxy port", spec: &networking.Sidecar{OutboundTrafficPolicy: &networking.OutboundTrafficPolicy{
 			Mode: networking.OutboundTrafficPolicy_ALLOW_ANY, EgressProxy: &networking.Destination{Host: "egress.example.com"},
-		}}, errs: []string{"spec.outboundTrafficPolicy.egressProxy.port: sidecar: egressProxy port must be set"}},
+		}}, errs: []string{"spec.outboundTrafficPolicy.egressProxy.port: sidecar: egress_proxy port must be non-nil"}},
 		{name: "selector", spec: &networking.Sidecar{
 			WorkloadSelector: &networking.WorkloadSelector{Labels: map[string]string{"app": "*"}},
 			Egress:           []*networking.IstioEgressListener{scEgress("*/*")},
@@ -122,7 +122,7 @@ func TestValidateSidecarInvalid(t *testing.T) {
 			scEgress("ns/*", "ns/a.com", "*/*"),
 		}}, warns: []string{
 			"spec.egress[0].hosts[1]: duplicated egress host: ns/a.com",
-			"spec.egress[0].hosts: `*/*` host selects all resources, no other hosts can be added",
+			"spec.egress[0].hosts: `*/*` host select all resources, no other hosts can be added",
 		}},
 		{name: "empty selector and http pool on tcp warn", spec: &networking.Sidecar{
 			WorkloadSelector: &networking.WorkloadSelector{},

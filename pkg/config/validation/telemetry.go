@@ -75,7 +75,7 @@ func secTelemetryTracing(r *Report, p Path, t *telemetry.Tracing) {
 		}
 		tag := tags[name]
 		if tag == nil {
-			r.Errorf(tp, "tag %q may not have a null value", name)
+			r.Errorf(tp, "tag '%s' may not have a nil value", name)
 			continue
 		}
 		switch v := tag.GetType().(type) {
@@ -109,7 +109,7 @@ func secTelemetryMetrics(r *Report, p Path, m *telemetry.Metrics) {
 	for i, o := range m.GetOverrides() {
 		op := p.Field("overrides").Index(i)
 		if o == nil {
-			r.Errorf(op, "overrides may not be null")
+			r.Errorf(op, "tagOverrides may not be null")
 			continue
 		}
 		secMetricSelector(r, op.Field("match"), o.GetMatch())
@@ -171,7 +171,7 @@ func secTelemetryAccessLogging(r *Report, p Path, l *telemetry.AccessLogging) {
 // the expression is set and its brackets and quotes balance.
 func secFilterExpression(expr string) error {
 	if strings.TrimSpace(expr) == "" {
-		return errorfSec("filter expression may not be empty")
+		return errorfSec("must be a valid CEL expression, filter expression may not be empty")
 	}
 	var stack []rune
 	var quote rune
@@ -193,16 +193,16 @@ func secFilterExpression(expr string) error {
 		case c == ')' || c == ']' || c == '}':
 			open := map[rune]rune{')': '(', ']': '[', '}': '{'}[c]
 			if len(stack) == 0 || stack[len(stack)-1] != open {
-				return errorfSec("invalid filter expression %q: unbalanced %q", expr, c)
+				return errorfSec("must be a valid CEL expression, %q: unbalanced %q", expr, c)
 			}
 			stack = stack[:len(stack)-1]
 		}
 	}
 	if quote != 0 {
-		return errorfSec("invalid filter expression %q: unterminated string", expr)
+		return errorfSec("must be a valid CEL expression, %q: unterminated string", expr)
 	}
 	if len(stack) > 0 {
-		return errorfSec("invalid filter expression %q: unclosed %q", expr, stack[len(stack)-1])
+		return errorfSec("must be a valid CEL expression, %q: unclosed %q", expr, stack[len(stack)-1])
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func TestValidateTelemetry(t *testing.T) {
 		}, wantErr: []string{
 			"spec.tracing[0].customTags[lit].literal.value: literal tag value may not be empty",
 			"spec.tracing[0].customTags[hdr].header.name: header tag name may not be empty",
-			"spec.tracing[0].customTags[null]: tag \"null\" may not have a null value",
+			"spec.tracing[0].customTags[null]: tag 'null' may not have a nil value",
 		}},
 	}
 	secRun(t, validation.ValidateTelemetry, cases)
@@ -103,7 +103,7 @@ func TestValidateTelemetryMetricsAndLogging(t *testing.T) {
 			"spec.metrics[0].overrides[1].tagOverrides[a].value: tagOverrides.value must be set when operation is UPSERT",
 			"spec.metrics[0].overrides[1].tagOverrides[b].value: tagOverrides.value may only be set when operation is UPSERT",
 			"spec.metrics[0].overrides[1].tagOverrides[c]: tagOverrides may not be null",
-			"spec.metrics[0].overrides[2]: overrides may not be null",
+			"spec.metrics[0].overrides[2]: tagOverrides may not be null",
 		}},
 		{name: "empty tag override name warns", spec: &telemetry.Telemetry{
 			Metrics: []*telemetry.Metrics{{Overrides: []*telemetry.MetricsOverrides{{
@@ -116,8 +116,8 @@ func TestValidateTelemetryMetricsAndLogging(t *testing.T) {
 				{Filter: &telemetry.AccessLogging_Filter{Expression: "has(request.headers"}},
 			},
 		}, wantErr: []string{
-			"spec.accessLogging[0].filter.expression: filter expression may not be empty",
-			"spec.accessLogging[1].filter.expression: invalid filter expression",
+			"spec.accessLogging[0].filter.expression: must be a valid CEL expression, filter expression may not be empty",
+			"spec.accessLogging[1].filter.expression: must be a valid CEL expression, ",
 		}},
 		{name: "bad reporting interval", spec: &telemetry.Telemetry{
 			Metrics: []*telemetry.Metrics{{ReportingInterval: durationpb.New(-1)}},

@@ -28,20 +28,20 @@ func ValidateVirtualService(cfg config.Config) (Warning, error) {
 	delegate := len(vs.GetHosts()) == 0
 	if delegate {
 		if len(vs.GetGateways()) != 0 {
-			r.Errorf(spec.Field("gateways"), "delegate virtual service (no hosts) must have no gateways specified")
+			r.Errorf(spec.Field("gateways"), "delegate virtual service must have no gateways specified")
 		}
 		if len(vs.GetTls()) != 0 {
-			r.Errorf(spec.Field("tls"), "delegate virtual service (no hosts) must have no tls route specified")
+			r.Errorf(spec.Field("tls"), "delegate virtual service must have no tls route specified")
 		}
 		if len(vs.GetTcp()) != 0 {
-			r.Errorf(spec.Field("tcp"), "delegate virtual service (no hosts) must have no tcp route specified")
+			r.Errorf(spec.Field("tcp"), "delegate virtual service must have no tcp route specified")
 		}
 	}
 	vsCheckGatewayNames(r, spec.Field("gateways"), vs.GetGateways())
 	toGateway := vsAppliesToGateway(vs)
 	vsCheckHosts(r, spec.Field("hosts"), vs, toGateway)
 	if !toGateway {
-		vsCheckNoJWTClaimRouting(r, spec.Field("http"), vs.GetHttp())
+		vsCheckNoJWTClaimRouting(r, spec.Field("http"), vs.GetHttp(), vs.GetGateways())
 	}
 	if len(vs.GetHttp()) == 0 && len(vs.GetTcp()) == 0 && len(vs.GetTls()) == 0 {
 		r.Errorf(spec, "http, tcp or tls must be provided in virtual service")
@@ -55,7 +55,7 @@ func ValidateVirtualService(cfg config.Config) (Warning, error) {
 	for i, t := range vs.GetTcp() {
 		vsCheckTCPRoute(r, spec.Field("tcp").Index(i), t)
 	}
-	netCheckExportTo(r, spec.Field("exportTo"), vs.GetExportTo(), false)
+	checkExportTo(r, spec.Field("exportTo"), cfg.Namespace, vs.GetExportTo(), false, false)
 	vsCheckUnreachable(r, spec, vs)
 	return r.Result()
 }
@@ -83,7 +83,7 @@ func vsCheckGatewayNames(r *Report, p Path, names []string) {
 		if !ok {
 			if strings.Contains(name, ".") {
 				parts := strings.Split(name, ".")
-				r.Warnf(ip, "using legacy gateway name format %q; prefer the <namespace>/<name> format: %q",
+				r.Warnf(ip, "using legacy gatewayName format %q; prefer the <namespace>/<name> format: %q",
 					name, parts[1]+"/"+parts[0])
 			}
 			if err := netCheckFQDN(name); err != nil {
@@ -92,14 +92,14 @@ func vsCheckGatewayNames(r *Report, p Path, names []string) {
 			continue
 		}
 		if ns == "" || gw == "" {
-			r.Errorf(ip, "gateway %q: namespace and gateway name cannot be empty", name)
+			r.Errorf(ip, "gateway %q: config namespace and gateway name cannot be empty", name)
 			continue
 		}
 		if !netIsLabel(ns) {
-			r.Errorf(ip, "gateway %q: invalid namespace %q", name, ns)
+			r.Errorf(ip, "gateway %q: invalid value for namespace: %q", name, ns)
 		}
 		if !netIsLabel(gw) {
-			r.Errorf(ip, "gateway %q: invalid gateway name %q", name, gw)
+			r.Errorf(ip, "gateway %q: invalid value for gateway name: %q", name, gw)
 		}
 	}
 }
@@ -136,18 +136,18 @@ func vsCheckHosts(r *Report, p Path, vs *networking.VirtualService, toGateway bo
 
 // vsCheckNoJWTClaimRouting rejects @request.auth.claims header matches on
 // VirtualServices that also apply to sidecars.
-func vsCheckNoJWTClaimRouting(r *Report, p Path, routes []*networking.HTTPRoute) {
+func vsCheckNoJWTClaimRouting(r *Report, p Path, routes []*networking.HTTPRoute, gateways []string) {
 	for i, h := range routes {
 		for j, m := range h.GetMatch() {
 			mp := p.Index(i).Field("match").Index(j)
 			for _, k := range netSortedKeys(m.GetHeaders()) {
 				if netIsJWTClaimHeader(k) {
-					r.Errorf(mp.Field("headers").Key(k), "JWT claim based routing (key: %s) is only supported for gateways", k)
+					r.Errorf(mp.Field("headers").Key(k), "JWT claim based routing (key: %s) is only supported for gateway, found no gateways: %v", k, gateways)
 				}
 			}
 			for _, k := range netSortedKeys(m.GetWithoutHeaders()) {
 				if netIsJWTClaimHeader(k) {
-					r.Errorf(mp.Field("withoutHeaders").Key(k), "JWT claim based routing (key: %s) is only supported for gateways", k)
+					r.Errorf(mp.Field("withoutHeaders").Key(k), "JWT claim based routing (key: %s) is only supported for gateway, found no gateways: %v", k, gateways)
 				}
 			}
 		}
@@ -192,7 +192,7 @@ func vsCheckTLSRoute(r *Report, p Path, t *networking.TLSRoute, vs *networking.V
 func vsCheckSNIHost(r *Report, p Path, sni string, hosts []string) {
 	if err := netCheckWildcardHost(sni); err != nil {
 		if netIsIP(sni) {
-			r.Warnf(p, "using an IP address (%q) goes against the SNI spec and most clients do not support it", sni)
+			r.Warnf(p, "using an IP address (%q) goes against SNI spec and most clients do not support this", sni)
 			return
 		}
 		r.Errorf(p, "invalid SNI host %q: %v", sni, err)
@@ -216,7 +216,7 @@ func vsCheckTCPRoute(r *Report, p Path, t *networking.TCPRoute) {
 	for i, m := range t.GetMatch() {
 		mp := p.Field("match").Index(i)
 		if m == nil {
-			r.Errorf(mp, "tcp match may not be null")
+			r.Errorf(mp, "tcp match may not be nil")
 			continue
 		}
 		for j, s := range m.GetDestinationSubnets() {
@@ -238,7 +238,7 @@ func vsCheckL4Match(r *Report, p Path, port uint32, labels map[string]string, ga
 	r.Add(p.Field("sourceLabels"), CheckLabels(labels))
 	vsCheckGatewayNames(r, p.Field("gateways"), gateways)
 	if ns != "" && !netIsLabel(ns) {
-		r.Errorf(p.Field("sourceNamespace"), "sourceNamespace match %q is invalid", ns)
+		r.Errorf(p.Field("sourceNamespace"), "sourceNamespace match %s is invalid", ns)
 	}
 }
 
@@ -248,7 +248,7 @@ func vsCheckRouteDestinations(r *Report, p Path, dests []*networking.RouteDestin
 	for i, d := range dests {
 		dp := p.Index(i)
 		if d == nil {
-			r.Errorf(dp, "route destination may not be null")
+			r.Errorf(dp, "weight may not be nil")
 			continue
 		}
 		vsCheckDestinationRequired(r, dp.Field("destination"), d.GetDestination())
@@ -263,7 +263,7 @@ func vsCheckRouteDestinations(r *Report, p Path, dests []*networking.RouteDestin
 // (weight/sum), so they need not add up to 100.
 func vsCheckWeight(r *Report, p Path, w int32) int64 {
 	if w < 0 {
-		r.Errorf(p, "weight %d must not be negative", w)
+		r.Errorf(p, "weight %d < 0", w)
 		return 0
 	}
 	return int64(w)
@@ -316,26 +316,38 @@ func vsCheckHTTPRoute(r *Report, p Path, h *networking.HTTPRoute, delegate bool)
 	vsCheckFault(r, p.Field("fault"), h.GetFault())
 	if mp := h.GetMirrorPercent(); mp != nil { //nolint:staticcheck // deprecated field is still accepted
 		if mp.GetValue() > 100 {
-			r.Errorf(p.Field("mirrorPercent"), "mirrorPercent must have a max value of 100 (it has %d)", mp.GetValue())
+			r.Errorf(p.Field("mirrorPercent"), "mirror_percent must have a max value of 100 (it has %d)", mp.GetValue())
 		}
 		r.Warnf(p.Field("mirrorPercent"), `using deprecated setting "mirrorPercent", use "mirrorPercentage" instead`)
 	}
 	if mp := h.GetMirrorPercentage(); mp != nil {
-		r.Add(p.Field("mirrorPercentage"), CheckPercent(mp.GetValue()))
+		if v := mp.GetValue(); v > 100 {
+			r.Errorf(p.Field("mirrorPercentage"), "mirror_percentage must have a max value of 100 (it has %f)", v)
+		} else if v < 0 {
+			r.Errorf(p.Field("mirrorPercentage"), "mirror_percentage must have a min value of 0 (it has %f)", v)
+		}
 	}
 	netCheckDestination(r, p.Field("mirror"), h.GetMirror())
 	for i, m := range h.GetMirrors() {
 		mp := p.Field("mirrors").Index(i)
 		if m == nil {
-			r.Errorf(mp, "mirror may not be null")
+			r.Errorf(mp, "mirror cannot be null")
 			continue
 		}
-		vsCheckDestinationRequired(r, mp.Field("destination"), m.GetDestination())
+		if m.GetDestination() == nil {
+			r.Errorf(mp.Field("destination"), "destination is required for mirrors")
+			continue
+		}
+		netCheckDestination(r, mp.Field("destination"), m.GetDestination())
 		if m.GetPercentage() != nil {
-			r.Add(mp.Field("percentage"), CheckPercent(m.GetPercentage().GetValue()))
+			if v := m.GetPercentage().GetValue(); v > 100 {
+				r.Errorf(mp.Field("percentage"), "mirror percentage must have a max value of 100 (it has %f)", v)
+			} else if v < 0 {
+				r.Errorf(mp.Field("percentage"), "mirror percentage must have a min value of 0 (it has %f)", v)
+			}
 		}
 	}
-	vsCheckRedirect(r, p.Field("redirect"), h.GetRedirect())
+	vsCheckRedirect(r, p.Field("redirect"), h.GetRedirect(), h.GetMatch())
 	vsCheckDirectResponse(r, p.Field("directResponse"), h.GetDirectResponse())
 	vsCheckRetries(r, p.Field("retries"), h.GetRetries())
 	vsCheckRewrite(r, p.Field("rewrite"), h.GetRewrite())
@@ -389,9 +401,11 @@ func vsConflicts(r *Report, p Path, action string, route, fault, rewrite, direct
 	for _, c := range []struct {
 		set   bool
 		field string
-	}{{route, "route"}, {fault, "fault"}, {rewrite, "rewrite"}, {direct, "direct_response"}} {
+		what  string
+	}{{route, "route", "HTTP route"}, {fault, "fault", "HTTP route"}, {rewrite, "rewrite", "HTTP route rule"},
+		{direct, "direct_response", "HTTP route rule"}} {
 		if c.set {
-			r.Errorf(p, "HTTP route cannot contain both %s and %s", c.field, action)
+			r.Errorf(p, "%s cannot contain both %s and %s", c.what, c.field, action)
 		}
 	}
 }
@@ -405,17 +419,17 @@ func vsCheckHTTPMatch(r *Report, p Path, m *networking.HTTPMatchRequest) {
 	vsCheckHeaderMatches(r, p.Field("withoutHeaders"), m.GetWithoutHeaders(), true)
 	// an empty uri prefix is allowed (it matches everything); the other
 	// string matches must not have empty prefixes
-	netCheckStringMatch(r, p.Field("uri"), m.GetUri(), true, false)
-	netCheckStringMatch(r, p.Field("scheme"), m.GetScheme(), false, false)
-	netCheckStringMatch(r, p.Field("method"), m.GetMethod(), false, false)
-	netCheckStringMatch(r, p.Field("authority"), m.GetAuthority(), false, false)
+	netCheckStringMatch(r, p.Field("uri"), m.GetUri(), "uri", true, false)
+	netCheckStringMatch(r, p.Field("scheme"), m.GetScheme(), "scheme", false, false)
+	netCheckStringMatch(r, p.Field("method"), m.GetMethod(), "method", false, false)
+	netCheckStringMatch(r, p.Field("authority"), m.GetAuthority(), "authority", false, false)
 	for _, k := range netSortedKeys(m.GetQueryParams()) {
 		qp := m.GetQueryParams()[k]
 		if qp == nil {
 			r.Errorf(p.Field("queryParams").Key(k), "query param match %q cannot be null", k)
 			continue
 		}
-		netCheckStringMatch(r, p.Field("queryParams").Key(k), qp, false, true)
+		netCheckStringMatch(r, p.Field("queryParams").Key(k), qp, "queryParams", false, true)
 	}
 	vsCheckL4Match(r, p, m.GetPort(), m.GetSourceLabels(), m.GetGateways(), m.GetSourceNamespace())
 }
@@ -424,24 +438,31 @@ func vsCheckHeaderMatches(r *Report, p Path, headers map[string]*networking.Stri
 	for _, k := range netSortedKeys(headers) {
 		hp := p.Key(k)
 		sm := headers[k]
-		if !netIsJWTClaimHeader(k) {
-			if err := netCheckHeaderName(k); err != nil {
+		if !netIsJWTClaimHeader(k) && !vsPseudoHeaders[k] {
+			if err := netCheckTokenHeaderName(k); err != nil {
 				r.Add(hp, err)
 			} else if strings.ToLower(k) != k {
 				r.Warnf(hp, "header name %q should be lowercase", k)
 			}
 		}
 		if sm == nil {
-			r.Errorf(hp, "header match %q cannot be null", k)
+			r.Errorf(hp, "header match %v cannot be null", k)
 			continue
 		}
 		// for withoutHeaders, regex "*" means "header present", not a RE2 regex
 		if without && sm.GetRegex() == "*" {
 			continue
 		}
-		netCheckStringMatch(r, hp, sm, false, true)
+		where := "headers"
+		if without {
+			where = "withoutHeaders"
+		}
+		netCheckStringMatch(r, hp, sm, where, false, true)
 	}
 }
+
+// vsPseudoHeaders are the HTTP/2 pseudo headers a header match may name.
+var vsPseudoHeaders = map[string]bool{":method": true, ":scheme": true, ":authority": true, ":path": true, ":status": true}
 
 // vsCheckHeaderOps validates request/response header manipulation. Pseudo
 // headers (":...") and Host may not be touched, except that the request
@@ -489,7 +510,7 @@ func vsCheckHTTPDestinations(r *Report, p Path, dests []*networking.HTTPRouteDes
 	for i, d := range dests {
 		dp := p.Index(i)
 		if d == nil {
-			r.Errorf(dp, "route destination may not be null")
+			r.Errorf(dp, "weight may not be nil")
 			continue
 		}
 		vsCheckDestinationRequired(r, dp.Field("destination"), d.GetDestination())
@@ -501,22 +522,30 @@ func vsCheckHTTPDestinations(r *Report, p Path, dests []*networking.HTTPRouteDes
 	}
 }
 
-func vsCheckRedirect(r *Report, p Path, rd *networking.HTTPRedirect) {
+func vsCheckRedirect(r *Report, p Path, rd *networking.HTTPRedirect, matches []*networking.HTTPMatchRequest) {
 	if rd == nil {
 		return
 	}
 	if rd.GetUri() == "" && rd.GetAuthority() == "" && rd.GetRedirectPort() == nil &&
 		rd.GetScheme() == "" && rd.GetPrefixRewrite() == "" {
-		r.Errorf(p, "redirect must specify URI, prefixRewrite, authority, scheme, or port")
+		r.Errorf(p, "redirect must specify URI, authority, scheme, or port")
 	}
 	if rd.GetUri() != "" && rd.GetPrefixRewrite() != "" {
-		r.Errorf(p, "redirect may only contain one of uri or prefixRewrite")
+		r.Errorf(p, "redirect may only specify one of uri or prefix_rewrite")
+	}
+	if rd.GetPrefixRewrite() != "" {
+		for _, m := range matches {
+			if _, prefix := m.GetUri().GetMatchType().(*networking.StringMatch_Prefix); m.GetUri() != nil && !prefix {
+				r.Errorf(p.Field("prefixRewrite"), "redirect prefix_rewrite requires all URI matches to use prefix match type")
+				break
+			}
+		}
 	}
 	if c := rd.GetRedirectCode(); c != 0 && (c < 300 || c > 399) {
 		r.Errorf(p.Field("redirectCode"), "%d is not a valid redirect code, must be 3xx", c)
 	}
 	if s := rd.GetScheme(); s != "" && s != "http" && s != "https" {
-		r.Errorf(p.Field("scheme"), `invalid redirect scheme %q, must be "http" or "https"`, s)
+		r.Errorf(p.Field("scheme"), `invalid redirect scheme, must be "http" or "https" (got %q)`, s)
 	}
 	if _, ok := rd.GetRedirectPort().(*networking.HTTPRedirect_Port); ok {
 		r.Add(p.Field("port"), CheckPort(rd.GetPort()))
@@ -542,18 +571,21 @@ func vsCheckRewrite(r *Report, p Path, rw *networking.HTTPRewrite) {
 		return
 	}
 	if rw.GetUri() != "" && rw.GetUriRegexRewrite() != nil {
-		r.Errorf(p, "rewrite may only contain one of uri or uriRegexRewrite")
+		r.Errorf(p, "rewrite may only contain one of URI or UriRegexRewrite")
 	}
 	if rw.GetUri() == "" && rw.GetUriRegexRewrite() == nil && rw.GetAuthority() == "" {
-		r.Errorf(p, "rewrite must specify at least one of uri, uriRegexRewrite, or authority")
+		r.Errorf(p, "rewrite must specify at least one of URI, UriRegexRewrite, or authority. Only one of URI or UriRegexRewrite may be specified")
 	}
+	// Istio joins these below "UriRegexRewrite has errors"
 	if rr := rw.GetUriRegexRewrite(); rr != nil {
 		rp := p.Field("uriRegexRewrite")
 		if rr.GetMatch() == "" || rr.GetRewrite() == "" {
-			r.Errorf(rp, "uriRegexRewrite requires both rewrite and match fields to be specified")
+			r.Errorf(rp, "UriRegexRewrite has errors: UriRegexRewrite requires both Rewrite and Match fields to be specified")
 		}
 		if rr.GetMatch() != "" {
-			r.Add(rp.Field("match"), netCheckRegex(rr.GetMatch()))
+			if err := netCheckRegex(rr.GetMatch(), "HTTPRewrite.UriRegexRewrite.Match"); err != nil {
+				r.Errorf(rp.Field("match"), "UriRegexRewrite has errors: %v", err)
+			}
 		}
 	}
 }

@@ -140,23 +140,23 @@ func TestValidateVirtualServiceRoutes(t *testing.T) {
 		}), errs: []string{"spec.http[0]: HTTP route cannot contain both route and redirect"}},
 		{name: "direct response and rewrite", spec: vsHTTP(&networking.HTTPRoute{
 			DirectResponse: &networking.HTTPDirectResponse{Status: 200}, Rewrite: &networking.HTTPRewrite{Uri: "/"},
-		}), errs: []string{"spec.http[0]: HTTP route cannot contain both rewrite and direct_response"}},
+		}), errs: []string{"spec.http[0]: HTTP route rule cannot contain both rewrite and direct_response"}},
 		{name: "no routes at all", spec: &networking.VirtualService{Hosts: []string{"a"}},
 			errs: []string{"spec: http, tcp or tls must be provided in virtual service"}},
 		{name: "null http route", spec: vsHTTP(nil), errs: []string{"spec.http[0]: http route may not be null"}},
 		{name: "null destination", spec: vsHTTP(vsRoute(&networking.HTTPRouteDestination{})),
 			errs: []string{"spec.http[0].route[0].destination: destination is required"}},
 		{name: "empty destination host", spec: vsHTTP(vsRoute(dest(""))),
-			errs: []string{"spec.http[0].route[0].destination.host: destination host is required"}},
+			errs: []string{"spec.http[0].route[0].destination.host: empty domain name not allowed (destination host is required)"}},
 		{name: "bad destination port and subset", spec: vsHTTP(vsRoute(&networking.HTTPRouteDestination{
 			Destination: &networking.Destination{Host: "a", Subset: "v_1", Port: &networking.PortSelector{Number: 70000}},
 		})), errs: []string{
-			"spec.http[0].route[0].destination.subset: subset name \"v_1\" is invalid",
+			"spec.http[0].route[0].destination.subset: subset name is invalid: v_1 (must be a DNS-1123 label)",
 			"spec.http[0].route[0].destination.port.number: port number 70000 must be in the range 1..65535",
 		}},
 		{name: "negative weight", spec: vsHTTP(vsRoute(&networking.HTTPRouteDestination{
 			Destination: &networking.Destination{Host: "a"}, Weight: -5,
-		})), errs: []string{"spec.http[0].route[0].weight: weight -5 must not be negative"}},
+		})), errs: []string{"spec.http[0].route[0].weight: weight -5 < 0"}},
 		{name: "all weights zero", spec: vsHTTP(vsRoute(dest("a"), dest("b"))),
 			errs: []string{"spec.http[0].route: total destination weight = 0"}},
 		{name: "timeout too small", spec: vsHTTP(&networking.HTTPRoute{
@@ -186,15 +186,15 @@ func TestValidateVirtualServiceRoutes(t *testing.T) {
 		{name: "mirror percentage", spec: vsHTTP(&networking.HTTPRoute{
 			Route: []*networking.HTTPRouteDestination{dest("a")}, Mirror: &networking.Destination{Host: "b"},
 			MirrorPercentage: &networking.Percent{Value: 120},
-		}), errs: []string{"spec.http[0].mirrorPercentage: percentage 120 is not in range 0..100"}},
+		}), errs: []string{"spec.http[0].mirrorPercentage: mirror_percentage must have a max value of 100 (it has 120.000000)"}},
 		{name: "cors and rewrite", spec: vsHTTP(&networking.HTTPRoute{
 			Route:      []*networking.HTTPRouteDestination{dest("a")},
 			CorsPolicy: &networking.CorsPolicy{AllowMethods: []string{"FETCH"}},
 			Rewrite:    &networking.HTTPRewrite{Uri: "/a", UriRegexRewrite: &networking.RegexRewrite{Match: "(", Rewrite: "/"}},
 		}), errs: []string{
 			`spec.http[0].corsPolicy.allowMethods[0]: "FETCH" is not a supported HTTP method`,
-			"spec.http[0].rewrite: rewrite may only contain one of uri or uriRegexRewrite",
-			"spec.http[0].rewrite.uriRegexRewrite.match: invalid regex",
+			"spec.http[0].rewrite: rewrite may only contain one of URI or UriRegexRewrite",
+			"spec.http[0].rewrite.uriRegexRewrite.match: UriRegexRewrite has errors: \"HTTPRewrite.UriRegexRewrite.Match\": error parsing regexp: missing closing ): `(`; Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)",
 		}},
 		{name: "redirect code", spec: vsHTTP(&networking.HTTPRoute{Redirect: &networking.HTTPRedirect{Uri: "/", RedirectCode: 200}}),
 			errs: []string{"spec.http[0].redirect.redirectCode: 200 is not a valid redirect code, must be 3xx"}},
@@ -211,20 +211,20 @@ func TestValidateVirtualServiceMatches(t *testing.T) {
 	}
 	netRun(t, validation.ValidateVirtualService, []netCase{
 		{name: "uri regex must compile", spec: match(&networking.HTTPMatchRequest{Uri: regexMatch("(")}),
-			errs: []string{"spec.http[0].match[0].uri.regex: invalid regex \"(\""}},
+			errs: []string{"spec.http[0].match[0].uri.regex: \"uri\": error parsing regexp: missing closing ): `(`; Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)"}},
 		{name: "header regex must compile", spec: match(&networking.HTTPMatchRequest{
 			Headers: map[string]*networking.StringMatch{"x-foo": regexMatch("[a-")},
-		}), errs: []string{"spec.http[0].match[0].headers[x-foo].regex: invalid regex"}},
+		}), errs: []string{"spec.http[0].match[0].headers[x-foo].regex: \"headers\": error parsing regexp: missing closing ]: `[a-`; Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)"}},
 		{name: "query param regex", spec: match(&networking.HTTPMatchRequest{
 			QueryParams: map[string]*networking.StringMatch{"q": regexMatch("*x")},
-		}), errs: []string{"spec.http[0].match[0].queryParams[q].regex: invalid regex"}},
+		}), errs: []string{"spec.http[0].match[0].queryParams[q].regex: \"queryParams\": error parsing regexp: missing argument to repetition operator: `*`; Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)"}},
 		{name: "perl-only regex is rejected", spec: match(&networking.HTTPMatchRequest{Uri: regexMatch(`^/(?!admin)`)}),
-			errs: []string{"spec.http[0].match[0].uri.regex: invalid regex"}},
+			errs: []string{"spec.http[0].match[0].uri.regex: \"uri\": error parsing regexp: invalid or unsupported Perl syntax: `(?!`; Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)"}},
 		{name: "empty method prefix", spec: match(&networking.HTTPMatchRequest{Method: prefixMatch("")}),
-			errs: []string{"spec.http[0].match[0].method.prefix: prefix string match should not be empty"}},
+			errs: []string{"spec.http[0].match[0].method.prefix: \"method\": prefix string match should not be empty"}},
 		{name: "bad header name", spec: match(&networking.HTTPMatchRequest{
 			Headers: map[string]*networking.StringMatch{"x foo": {}},
-		}), errs: []string{`spec.http[0].match[0].headers[x foo]: header name "x foo" is not a valid header name`}},
+		}), errs: []string{`spec.http[0].match[0].headers[x foo]: header name x foo is not a valid header name`}},
 		{name: "uppercase header name warns", spec: match(&networking.HTTPMatchRequest{
 			Headers: map[string]*networking.StringMatch{"X-Foo": prefixMatch("a")},
 		}), warns: []string{`spec.http[0].match[0].headers[X-Foo]: header name "X-Foo" should be lowercase`}},
@@ -236,7 +236,7 @@ func TestValidateVirtualServiceMatches(t *testing.T) {
 		{name: "match port and source namespace", spec: match(&networking.HTTPMatchRequest{Port: 99999, SourceNamespace: "Bad_NS"}),
 			errs: []string{
 				"spec.http[0].match[0].port: port number 99999",
-				`spec.http[0].match[0].sourceNamespace: sourceNamespace match "Bad_NS" is invalid`,
+				`spec.http[0].match[0].sourceNamespace: sourceNamespace match Bad_NS is invalid`,
 			}},
 	})
 }
@@ -252,15 +252,15 @@ func TestValidateVirtualServiceHostsAndDelegates(t *testing.T) {
 		{name: "overlapping hosts", spec: &networking.VirtualService{Hosts: []string{"*.foo.com", "bar.foo.com"}, Http: route},
 			errs: []string{"spec.hosts[1]: duplicate hosts in virtual service: *.foo.com & bar.foo.com"}},
 		{name: "bad gateway reference", spec: &networking.VirtualService{Hosts: []string{"a"}, Gateways: []string{"ns/Gw_1"}, Http: route},
-			errs: []string{`spec.gateways[0]: gateway "ns/Gw_1": invalid gateway name "Gw_1"`}},
+			errs: []string{`spec.gateways[0]: gateway "ns/Gw_1": invalid value for gateway name: "Gw_1"`}},
 		{name: "legacy gateway reference warns", spec: &networking.VirtualService{Hosts: []string{"a"}, Gateways: []string{"gw.istio-system"}, Http: route},
-			warns: []string{`spec.gateways[0]: using legacy gateway name format "gw.istio-system"`}},
+			warns: []string{`spec.gateways[0]: using legacy gatewayName format "gw.istio-system"; prefer the <namespace>/<name> format: "istio-system/gw"`}},
 		{name: "delegate VS with gateways and tcp", spec: &networking.VirtualService{
 			Gateways: []string{"gw"}, Http: route,
 			Tcp: []*networking.TCPRoute{{Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: "a"}}}}},
 		}, errs: []string{
-			"spec.gateways: delegate virtual service (no hosts) must have no gateways specified",
-			"spec.tcp: delegate virtual service (no hosts) must have no tcp route specified",
+			"spec.gateways: delegate virtual service must have no gateways specified",
+			"spec.tcp: delegate virtual service must have no tcp route specified",
 		}},
 		{name: "delegate route cannot delegate", spec: &networking.VirtualService{Http: []*networking.HTTPRoute{{
 			Route: []*networking.HTTPRouteDestination{dest("a")}, Delegate: &networking.Delegate{Name: "x"},
@@ -272,9 +272,9 @@ func TestValidateVirtualServiceHostsAndDelegates(t *testing.T) {
 			"spec.http[0].delegate.name: delegate name is required",
 		}},
 		{name: "second catch-all rule is unreachable", spec: vsHTTP(vsRoute(dest("a")), vsRoute(dest("b"))),
-			warns: []string{"spec.http[1]: rule is not used: only the last rule can have no matches"}},
+			warns: []string{"spec.http[1]: virtualService rule #1 not used (only the last rule can have no matches)"}},
 		{name: "exportTo", spec: &networking.VirtualService{Hosts: []string{"a"}, Http: route, ExportTo: []string{"*", "ns1"}},
-			errs: []string{"spec.exportTo: exportTo with '*' or '~' cannot hold other entries"}},
+			errs: []string{"spec.exportTo: cannot have both public (*) and non-public exportTo values for a resource"}},
 	})
 }
 
@@ -298,7 +298,7 @@ func TestValidateVirtualServiceL4(t *testing.T) {
 		{name: "tcp route", spec: &networking.VirtualService{
 			Hosts: []string{"db"},
 			Tcp:   []*networking.TCPRoute{{Match: []*networking.L4MatchAttributes{{DestinationSubnets: []string{"10.0.0.0/33"}}}}},
-		}, errs: []string{"spec.tcp[0].route: TCP route is required", `spec.tcp[0].match[0].destinationSubnets[0]: invalid CIDR "10.0.0.0/33"`}},
+		}, errs: []string{"spec.tcp[0].route: TCP route is required", `spec.tcp[0].match[0].destinationSubnets[0]: 10.0.0.0/33 is not a valid CIDR block`}},
 	})
 }
 
@@ -314,8 +314,8 @@ func TestVirtualServiceReportsAllProblems(t *testing.T) {
 	want := []string{
 		"spec.hosts[0]: wildcard host *",
 		"spec.http[0]: HTTP route, redirect or direct_response is required",
-		"spec.http[1].match[0].uri.regex: invalid regex",
-		"spec.http[1].route[0].destination.host: destination host is required",
+		`spec.http[1].match[0].uri.regex: "uri": error parsing regexp`,
+		"spec.http[1].route[0].destination.host: empty domain name not allowed (destination host is required)",
 	}
 	netExpect(t, "error", err, want)
 	if n := len(validation.Problems(err)); n != len(want) {

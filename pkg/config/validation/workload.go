@@ -63,7 +63,7 @@ func netCheckWorkloadPorts(r *Report, p Path, ports map[string]uint32, servicePo
 	for _, name := range netSortedKeys(ports) {
 		pp := p.Key(name)
 		if servicePorts != nil && !servicePorts[name] {
-			r.Errorf(pp, "endpoint port %q is not defined by the service entry", name)
+			r.Errorf(pp, "endpoint port %v is not defined by the service entry (no service port is named %q)", ports[name], name)
 		}
 		r.Add(pp, netCheckPortName(name))
 		r.Add(pp, CheckPort(ports[name]))
@@ -93,7 +93,9 @@ func ValidateWorkloadGroup(cfg config.Config) (Warning, error) {
 	r := &Report{}
 	spec := Path("spec")
 	if md := wg.GetMetadata(); md != nil {
-		r.Add(spec.Field("metadata").Field("labels"), CheckLabels(md.GetLabels()))
+		if err := CheckLabels(md.GetLabels()); err != nil {
+			r.Errorf(spec.Field("metadata").Field("labels"), "invalid labels: %v", err)
+		}
 		if errs := apivalidation.ValidateAnnotations(md.GetAnnotations(), field.NewPath("annotations")); len(errs) > 0 {
 			r.Errorf(spec.Field("metadata").Field("annotations"), "%s", errs.ToAggregate().Error())
 		}
@@ -138,27 +140,31 @@ func wgCheckProbe(r *Report, p Path, pr *networking.ReadinessProbe) {
 	case *networking.ReadinessProbe_HttpGet:
 		hp := p.Field("httpGet")
 		if m.HttpGet == nil {
-			r.Errorf(hp, "httpGet may not be null")
+			r.Errorf(hp, "httpGet may not be nil")
 			return
 		}
 		r.Add(hp.Field("port"), CheckPort(m.HttpGet.GetPort()))
 		if s := m.HttpGet.GetScheme(); s != "" && s != "HTTP" && s != "HTTPS" {
-			r.Errorf(hp.Field("scheme"), `httpGet.scheme must be one of "HTTP", "HTTPS" (got %q)`, s)
+			r.Errorf(hp.Field("scheme"), `httpGet.scheme must be one of "HTTPS", "HTTP" (got %q)`, s)
 		}
 		for i, h := range m.HttpGet.GetHttpHeaders() {
 			if h == nil {
-				r.Errorf(hp.Field("httpHeaders").Index(i), "header may not be null")
+				r.Errorf(hp.Field("httpHeaders").Index(i), "invalid nil header")
 				continue
 			}
-			r.Add(hp.Field("httpHeaders").Index(i).Field("name"), netCheckHeaderName(h.GetName()))
+			r.Add(hp.Field("httpHeaders").Index(i).Field("name"), netCheckHeaderNameRe(h.GetName(), netProbeHeaderRe))
 		}
 	case *networking.ReadinessProbe_TcpSocket:
 		if m.TcpSocket == nil {
-			r.Errorf(p.Field("tcpSocket"), "tcpSocket may not be null")
+			r.Errorf(p.Field("tcpSocket"), "tcpSocket may not be nil")
 			return
 		}
 		r.Add(p.Field("tcpSocket").Field("port"), CheckPort(m.TcpSocket.GetPort()))
 	case *networking.ReadinessProbe_Exec:
+		if m.Exec == nil {
+			r.Errorf(p.Field("exec"), "exec may not be nil")
+			return
+		}
 		if len(m.Exec.GetCommand()) == 0 {
 			r.Errorf(p.Field("exec").Field("command"), "exec.command is required")
 		}
@@ -169,6 +175,6 @@ func wgCheckProbe(r *Report, p Path, pr *networking.ReadinessProbe) {
 		}
 		r.Add(p.Field("grpc").Field("port"), CheckPort(m.Grpc.GetPort()))
 	default:
-		r.Errorf(p, "probe must set exactly one of httpGet, tcpSocket, exec or grpc")
+		r.Errorf(p, "unknown health check method %T (set one of httpGet, tcpSocket, exec or grpc)", m)
 	}
 }

@@ -19,14 +19,14 @@ func TestValidateWorkloadEntry(t *testing.T) {
 		{name: "bad address", spec: &networking.WorkloadEntry{Address: "not valid"},
 			errs: []string{`spec.address: endpoint address "not valid" is not a valid FQDN or an IP address`}},
 		{name: "unix with ports", spec: &networking.WorkloadEntry{Address: "unix://sock", Ports: map[string]uint32{"http": 80}},
-			errs: []string{`spec.address: unix address "sock" is not an absolute path to a file`, "spec.ports: unix endpoint unix://sock must not include ports"}},
+			errs: []string{`spec.address: unix address sock is not an absolute path to a file`, "spec.ports: unix endpoint unix://sock must not include ports"}},
 		{name: "ports labels and service account", spec: &networking.WorkloadEntry{
 			Address: "10.0.0.1", Ports: map[string]uint32{"bad_name": 80, "http": 0},
 			Labels: map[string]string{"app": "bad value!"}, ServiceAccount: "Bad_SA",
 		}, errs: []string{
-			`spec.ports[bad_name]: invalid port name "bad_name"`,
+			`spec.ports[bad_name]: invalid port name: bad_name (must be a DNS-1123 label)`,
 			"spec.ports[http]: port number 0 must be in the range 1..65535",
-			`spec.labels: invalid label value "bad value!"`,
+			`spec.labels: invalid tag value: "bad value!"`,
 			`spec.serviceAccount: invalid service account name "Bad_SA"`,
 		}},
 	})
@@ -51,7 +51,7 @@ func TestValidateWorkloadGroup(t *testing.T) {
 		{name: "metadata", spec: &networking.WorkloadGroup{
 			Metadata: &networking.WorkloadGroup_ObjectMeta{Labels: map[string]string{"bad key!": "v"}, Annotations: map[string]string{"bad key!": "v"}},
 			Template: &networking.WorkloadEntry{},
-		}, errs: []string{`spec.metadata.labels: invalid label key "bad key!"`, "spec.metadata.annotations: "}},
+		}, errs: []string{`spec.metadata.labels: invalid labels: invalid tag key: "bad key!"`, "spec.metadata.annotations: "}},
 		{name: "probe", spec: &networking.WorkloadGroup{Template: &networking.WorkloadEntry{}, Probe: &networking.ReadinessProbe{
 			PeriodSeconds: -1, HealthCheckMethod: &networking.ReadinessProbe_HttpGet{HttpGet: &networking.HTTPHealthCheckConfig{
 				Port: 0, Scheme: "FTP", HttpHeaders: []*networking.HTTPHeader{{Name: "bad header"}},
@@ -59,11 +59,11 @@ func TestValidateWorkloadGroup(t *testing.T) {
 		}}, errs: []string{
 			"spec.probe.periodSeconds: periodSeconds must be non-negative",
 			"spec.probe.httpGet.port: port number 0 must be in the range 1..65535",
-			`spec.probe.httpGet.scheme: httpGet.scheme must be one of "HTTP", "HTTPS" (got "FTP")`,
-			`spec.probe.httpGet.httpHeaders[0].name: header name "bad header" is not a valid header name`,
+			`spec.probe.httpGet.scheme: httpGet.scheme must be one of "HTTPS", "HTTP" (got "FTP")`,
+			`spec.probe.httpGet.httpHeaders[0].name: header name bad header is not a valid header name`,
 		}},
 		{name: "probe without method", spec: &networking.WorkloadGroup{Template: &networking.WorkloadEntry{}, Probe: &networking.ReadinessProbe{}},
-			errs: []string{"spec.probe: probe must set exactly one of httpGet, tcpSocket, exec or grpc"}},
+			errs: []string{"spec.probe: unknown health check method <nil> (set one of httpGet, tcpSocket, exec or grpc)"}},
 		{name: "tcp probe port and empty exec", spec: &networking.WorkloadGroup{Template: &networking.WorkloadEntry{}, Probe: tcpProbe(70000)},
 			errs: []string{"spec.probe.tcpSocket.port: port number 70000"}},
 		{name: "exec probe needs a command", spec: &networking.WorkloadGroup{Template: &networking.WorkloadEntry{}, Probe: &networking.ReadinessProbe{

@@ -16,19 +16,11 @@ import (
 	"github.com/meshplane/istiod/tests/istiobin"
 )
 
-// istioctl returns Istio's istioctl built by `make testbin`, skipping the
-// test when it is not there (this package's tests run without testbin).
+// istioctl is Istio's own istioctl built by `make testbin`: a reference
+// test fails without it unless ISTIOD_SKIP_REFERENCE=1.
 func istioctl(t *testing.T) string {
 	t.Helper()
-	dir, err := istiobin.Dir()
-	if err != nil {
-		t.Skip(err)
-	}
-	p := filepath.Join(dir, "istioctl")
-	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
-		t.Skipf("Istio's istioctl is not built (%s); run `make testbin`", p)
-	}
-	return p
+	return istiobin.Istioctl(t)
 }
 
 // kubeInject runs Istio's own injection offline: `istioctl kube-inject`

@@ -25,6 +25,9 @@ const (
 	// GatewayDeploymentController guards the Deployments, Services and
 	// ServiceAccounts generated for Gateways; it is per revision.
 	GatewayDeploymentController = "istio-gateway-deployment"
+	// LastGoodRecord guards the record of last good config versions
+	// (ours: Istio keeps no such record); it is per revision.
+	LastGoodRecord = "istiod-last-good-config"
 )
 
 // PerRevision is the name of a per-revision lock, as Istio names it:

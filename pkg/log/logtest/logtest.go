@@ -11,8 +11,9 @@ import (
 	"github.com/meshplane/istiod/pkg/log"
 )
 
-// Buffer holds the captured log lines (text format). It is safe for
-// concurrent use.
+// Buffer holds the captured log lines, in Istio's text format
+// ("<time>\t<level>\t<scope>\t<message>\t<key>=<value> ...", no scope
+// column for the default scope). It is safe for concurrent use.
 type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
@@ -32,12 +33,14 @@ func (b *Buffer) String() string {
 	return b.buf.String()
 }
 
-// Lines returns the captured lines at level (DEBUG, INFO, WARN, ERROR) that
-// contain every one of parts.
+// Lines returns the captured lines at level (debug, info, warn, error; in
+// either case) that contain every one of parts. A scope is matched with
+// its column: "\tsecurity\t".
 func (b *Buffer) Lines(level string, parts ...string) []string {
 	var out []string
+	level = strings.ToLower(level)
 	for _, l := range strings.Split(b.String(), "\n") {
-		if !strings.Contains(l, "level="+level+" ") {
+		if f := strings.SplitN(l, "\t", 3); len(f) < 3 || f[1] != level {
 			continue
 		}
 		all := true

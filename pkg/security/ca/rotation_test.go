@@ -59,7 +59,7 @@ func TestRotateSelfSignedRootInTheSecret(t *testing.T) {
 	if changed, err := c.CheckRootRotation(t.Context()); changed || err != nil {
 		t.Fatalf("before the window: %v %v", changed, err)
 	}
-	if len(logs.Lines("INFO", "scope=rootcertrotator", "Root cert is not about to expire, skipping root cert rotation.")) != 1 {
+	if len(logs.Lines("INFO", "\trootcertrotator\t", "Root cert is not about to expire, skipping root cert rotation.")) != 1 {
 		t.Fatalf("skip line missing:\n%s", logs)
 	}
 	fc.Advance(2 * time.Hour)
@@ -221,7 +221,7 @@ func TestRunJitterAndDisabled(t *testing.T) {
 	}
 	close(stop)
 	<-done
-	if len(logs.Lines("INFO", "scope=rootcertrotator", "Jitter is enabled, wait")) != 1 {
+	if len(logs.Lines("INFO", "\trootcertrotator\t", "Jitter is enabled, wait")) != 1 {
 		t.Fatalf("jitter line missing:\n%s", logs)
 	}
 	off, err := ca.New(t.Context(), ca.Options{Clock: fc, KeyType: ca.KeyECDSAP256, RootCertCheckInterval: -1})

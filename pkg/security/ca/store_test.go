@@ -30,10 +30,10 @@ func TestSecretCreatedOnceAndReusedAfterRestart(t *testing.T) {
 	logs := logtest.Capture(t)
 	client := fake.NewClientset()
 	first, _ := newECCA(t, ca.Options{Store: secretStore(client)})
-	if n := len(logs.Lines("INFO", "scope=pkica", "CASecret istio-ca-secret not found, will create one")); n != 1 {
+	if n := len(logs.Lines("INFO", "\tpkica\t", "CASecret istio-ca-secret not found, will create one")); n != 1 {
 		t.Fatalf("want one 'not found, will create one' line, got %d:\n%s", n, logs)
 	}
-	if n := len(logs.Lines("INFO", "scope=pkica", "Using self-generated public key: -----BEGIN CERTIFICATE-----")); n != 1 {
+	if n := len(logs.Lines("INFO", "\tpkica\t", "Using self-generated public key: -----BEGIN CERTIFICATE-----")); n != 1 {
 		t.Fatalf("want one 'Using self-generated public key' line:\n%s", logs)
 	}
 	if n := len(logs.Lines("INFO", "Set secret name for self-signed CA cert rotator to istio-ca-secret")); n != 1 {

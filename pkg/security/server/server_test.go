@@ -205,20 +205,20 @@ func TestCreateCertificate(t *testing.T) {
 
 	_, err := call(ctx, f.client, csr, 3600)
 	wantStatus(t, err, codes.Unauthenticated, "request authenticate failure")
-	if lines := f.logs.Lines("ERROR", "scope=security", "Failed to authenticate client from 127.0.0.1:",
+	if lines := f.logs.Lines("ERROR", "\tsecurity\t", "Failed to authenticate client from 127.0.0.1:",
 		"Authenticator ClientCertAuthenticator: no verified chain is found; Authenticator KubeJWTAuthenticator: target JWT extraction error: no HTTP authorization header exists"); len(lines) != 1 {
 		t.Fatalf("refusal log:\n%s", f.logs)
 	}
 
 	_, err = call(ctx, f.client, csr, 3600, "authorization", "Bearer kube-aud")
 	wantStatus(t, err, codes.Unauthenticated, "request authenticate failure")
-	if lines := f.logs.Lines("ERROR", "scope=security", `Authenticator KubeJWTAuthenticator: failed to validate the JWT from cluster \"\": the service account authentication returns an error: [invalid bearer token, token audiences [\"https://kubernetes.default.svc\"] is invalid for the target audiences [\"istio-ca\"]]`); len(lines) != 1 {
+	if lines := f.logs.Lines("ERROR", "\tsecurity\t", `Authenticator KubeJWTAuthenticator: failed to validate the JWT from cluster "": the service account authentication returns an error: [invalid bearer token, token audiences ["https://kubernetes.default.svc"] is invalid for the target audiences ["istio-ca"]]`); len(lines) != 1 {
 		t.Fatalf("wrong-audience log:\n%s", f.logs)
 	}
 
 	_, err = call(ctx, f.client, csr, 3600, "authorization", "Bearer pp", "ClusterID", "other-cluster")
 	wantStatus(t, err, codes.Unauthenticated, "request authenticate failure")
-	if lines := f.logs.Lines("ERROR", `client claims to be in cluster \"other-cluster\", but we only know about local cluster \"Kubernetes\" and remote clusters []`); len(lines) != 1 {
+	if lines := f.logs.Lines("ERROR", `client claims to be in cluster "other-cluster", but we only know about local cluster "Kubernetes" and remote clusters []`); len(lines) != 1 {
 		t.Fatalf("foreign cluster log:\n%s", f.logs)
 	}
 
@@ -277,7 +277,7 @@ func TestCreateCertificate(t *testing.T) {
 	wantStatus(t, err, codes.InvalidArgument, "CSR signing error (certificate signing request is not properly encoded)")
 	_, err = call(ctx, f.client, csr, 1<<62, "authorization", "Bearer pp") // would overflow a Duration
 	wantStatus(t, err, codes.InvalidArgument, "CSR signing error (requested TTL 2562047h47m16.854775807s is greater than the max allowed TTL 2160h0m0s)")
-	if lines := f.logs.Lines("ERROR", "scope=serverca", "CSR signing error: requested TTL 2160h0m1s", "client=127.0.0.1:"); len(lines) != 1 {
+	if lines := f.logs.Lines("ERROR", "\tserverca\t", "CSR signing error: requested TTL 2160h0m1s", "client=127.0.0.1:"); len(lines) != 1 {
 		t.Fatalf("sign refusal log:\n%s", f.logs)
 	}
 

@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	kinject "github.com/meshplane/istiod/pkg/kube/inject"
@@ -84,8 +84,8 @@ func metric(name string) float64 {
 }
 
 // TestReferenceExchange posts the recorded AdmissionReview and compares the
-// answer with Istio's: uid, allowed, patch type and the patch's operations
-// (sorted by path: the patch library emits an object's keys in map order).
+// answer with Istio's: uid, allowed, patch type and the patch (the pods
+// both make, and their operations as a multiset: injecttest.PatchDiff).
 func TestReferenceExchange(t *testing.T) {
 	ref := injecttest.LoadReference(t)
 	cfg, err := kinject.ParseConfig(ref.ConfigText, ref.ValuesText)
@@ -105,10 +105,10 @@ func TestReferenceExchange(t *testing.T) {
 	var want struct {
 		APIVersion string `json:"apiVersion"`
 		Response   struct {
-			UID       string `json:"uid"`
-			Allowed   bool   `json:"allowed"`
-			PatchType string `json:"patchType"`
-			Patch     []any  `json:"patch"`
+			UID       string          `json:"uid"`
+			Allowed   bool            `json:"allowed"`
+			PatchType string          `json:"patchType"`
+			Patch     json.RawMessage `json:"patch"`
 		} `json:"response"`
 	}
 	b, _ := os.ReadFile(filepath.Join(ref.Dir, "real/admission/inject.response.json"))
@@ -120,21 +120,21 @@ func TestReferenceExchange(t *testing.T) {
 		t.Errorf("response header: uid %s allowed %v apiVersion %s patchType %v; want %+v", ar.Response.UID,
 			ar.Response.Allowed, ar.APIVersion, ar.Response.PatchType, want.Response)
 	}
-	var got []any
-	if err := json.Unmarshal(ar.Response.Patch, &got); err != nil {
+	var req struct {
+		Request struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"request"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatal(err)
 	}
-	if d := injecttest.Diff(byPath(want.Response.Patch), byPath(got)); len(d) > 0 {
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(req.Request.Object, pod); err != nil {
+		t.Fatal(err)
+	}
+	if d := injecttest.PatchDiff(t, pod, want.Response.Patch, ar.Response.Patch); len(d) > 0 {
 		t.Errorf("patch differs from Istio's:\n%s", strings.Join(d, "\n"))
 	}
-}
-
-func byPath(ops []any) []any {
-	out := append([]any(nil), ops...)
-	sort.SliceStable(out, func(i, j int) bool {
-		return out[i].(map[string]any)["path"].(string) < out[j].(map[string]any)["path"].(string)
-	})
-	return out
 }
 
 const podReview = `{"apiVersion":"admission.k8s.io/%s","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"","version":"v1","kind":"Pod"},

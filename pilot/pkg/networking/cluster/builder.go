@@ -111,10 +111,10 @@ func BuildOutbound(svc *model.Service, opts Options) []*clusterv3.Cluster {
 		if port.Protocol == protocol.UDP {
 			continue
 		}
-		out = append(out, buildOne(svc, port, "", MergeTrafficPolicy(dr.GetTrafficPolicy(), nil, port.Port), opts))
+		out = append(out, buildOne(svc, port, "", nil, MergeTrafficPolicy(dr.GetTrafficPolicy(), nil, port.Port), opts))
 		for _, ss := range dr.GetSubsets() {
 			pol := MergeTrafficPolicy(dr.GetTrafficPolicy(), ss.TrafficPolicy, port.Port)
-			out = append(out, buildOne(svc, port, ss.Name, pol, opts))
+			out = append(out, buildOne(svc, port, ss.Name, ss.GetLabels(), pol, opts))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -128,7 +128,7 @@ func meshConnectTimeout(m *meshconfig.MeshConfig) *durationpb.Duration {
 	return durationpb.New(10 * time.Second)
 }
 
-func buildOne(svc *model.Service, port *model.Port, subset string, pol *networking.TrafficPolicy, opts Options) *clusterv3.Cluster {
+func buildOne(svc *model.Service, port *model.Port, subset string, subsetLabels map[string]string, pol *networking.TrafficPolicy, opts Options) *clusterv3.Cluster {
 	pol = withMeshDefaults(opts.Mesh, pol)
 	name := SubsetKey(Outbound, subset, svc.Hostname, port.Port)
 	c := &clusterv3.Cluster{Name: name, AltStatName: name + ";"}
@@ -139,7 +139,7 @@ func buildOne(svc *model.Service, port *model.Port, subset string, pol *networki
 			t = clusterv3.Cluster_LOGICAL_DNS
 		}
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: t}
-		c.LoadAssignment = inlineEndpoints(name, svc, port, opts)
+		c.LoadAssignment = inlineEndpoints(name, svc, port, subsetLabels, opts)
 		c.DnsRefreshRate = opts.Mesh.GetDnsRefreshRate()
 		if c.DnsRefreshRate == nil {
 			c.DnsRefreshRate = durationpb.New(60 * time.Second)
@@ -198,11 +198,24 @@ func adsConfigSource() *core.ConfigSource {
 }
 
 // inlineEndpoints lists DNS endpoints in the cluster (DNS clusters carry
-// their hosts; Envoy resolves them).
-func inlineEndpoints(name string, svc *model.Service, port *model.Port, opts Options) *endpointv3.ClusterLoadAssignment {
+// their hosts; Envoy resolves them); a subset's cluster only those with
+// the subset's labels, as Istio's buildSubsetCluster.
+func inlineEndpoints(name string, svc *model.Service, port *model.Port, subsetLabels map[string]string, opts Options) *endpointv3.ClusterLoadAssignment {
 	var eps []*model.IstioEndpoint
 	if opts.Endpoints != nil {
 		eps = opts.Endpoints(port)
+	}
+	if len(subsetLabels) > 0 && len(eps) > 0 {
+		var in []*model.IstioEndpoint
+		for _, ep := range eps {
+			if labelsMatch(ep.Labels, subsetLabels) {
+				in = append(in, ep)
+			}
+		}
+		if len(in) == 0 {
+			return endpoint.Build(name, nil, endpoint.Options{})
+		}
+		eps = in
 	}
 	la := endpoint.Build(name, eps, endpoint.Options{})
 	if len(la.Endpoints) == 0 && svc.Resolution == model.DNSLB {
@@ -211,6 +224,16 @@ func inlineEndpoints(name string, svc *model.Service, port *model.Port, opts Opt
 			Namespace: svc.Attributes.Namespace}}, endpoint.Options{})
 	}
 	return la
+}
+
+// labelsMatch: have holds every label of want.
+func labelsMatch(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // serviceMetadata is the istio filter metadata naming the cluster's service.
@@ -224,7 +247,9 @@ func serviceMetadata(svc *model.Service, subset string, dr *config.Config) *core
 	if subset != "" {
 		fields["subset"] = stringValue(subset)
 	}
-	if svc.MeshExternal {
+	// Istio marks the service's own cluster only (applyDestinationRule),
+	// not its subsets'
+	if svc.MeshExternal && subset == "" {
 		fields["external"] = structpb.NewBoolValue(true)
 	}
 	return &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: fields}}}
@@ -337,6 +362,11 @@ func BuildInboundPassthrough(m *meshconfig.MeshConfig) *clusterv3.Cluster {
 	c := originalDst(InboundPassthrough, Passthrough, m)
 	c.UpstreamBindConfig = inboundBind()
 	c.TypedExtensionProtocolOptions = downstreamProtocol()
+	if meshPoolSettings(m) {
+		// Istio builds it from the outbound passthrough cluster
+		// (buildInboundPassthroughCluster), the mesh's pool included
+		applyConnectionPool(c, m.GetDefaultTrafficPolicy().GetConnectionPool(), nil, m, &httpOptions{})
+	}
 	return c
 }
 
@@ -353,7 +383,9 @@ func BuildInbound(port int, proto protocol.Instance, services []*model.Service, 
 	for _, s := range services {
 		entries = append(entries, serviceEntry(s))
 	}
-	if len(entries) > 0 {
+	// no telemetry metadata behind a placeholder (a Sidecar ingress port no
+	// service targets: MeshExternal, as Istio's addTelemetryMetadata skips)
+	if len(entries) > 0 && !services[0].MeshExternal {
 		c.Metadata = &core.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: map[string]*structpb.Value{
 			"services": structpb.NewListValue(&structpb.ListValue{Values: entries})}}}}
 	}
@@ -412,8 +444,8 @@ func sans(declared, endpoints []string) []string {
 // BuildSNIDNAT builds the SNI-DNAT clusters an AUTO_PASSTHROUGH gateway
 // forwards to: the service's outbound clusters (and subsets) named by
 // their mTLS SNI, outbound_.<port>_.<subset>_.<host>, without a transport
-// socket or metadata exchange: the client's mTLS passes through to the
-// destination.
+// socket (the client's mTLS passes through to the destination) and with
+// the mTLS endpoints only.
 func BuildSNIDNAT(svc *model.Service, opts Options) []*clusterv3.Cluster {
 	if svc.MeshExternal {
 		return nil
@@ -430,8 +462,10 @@ func BuildSNIDNAT(svc *model.Service, opts Options) []*clusterv3.Cluster {
 		}
 		if c.LoadAssignment != nil {
 			c.LoadAssignment.ClusterName = c.Name
+			// the mTLS endpoints only, as in EDS
+			endpoint.KeepMTLS(c.LoadAssignment)
 		}
-		c.TransportSocket, c.TransportSocketMatches, c.Filters = nil, nil, nil
+		c.TransportSocket, c.TransportSocketMatches = nil, nil
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -43,7 +43,9 @@ func TestServiceMetadataSurvivesInvalidUTF8(t *testing.T) {
 	m := mesh.DefaultMeshConfig()
 
 	outbound := cluster.BuildOutbound(svc, cluster.Options{Mesh: m, DestinationRule: dr})
-	inbound := cluster.BuildInbound(9080, protocol.HTTP, []*model.Service{svc}, m)
+	local := *svc // an inbound cluster's services are the proxy's own, never external
+	local.MeshExternal = false
+	inbound := cluster.BuildInbound(9080, protocol.HTTP, []*model.Service{&local}, m)
 	for _, c := range append(outbound, inbound) {
 		got := istioServices(t, c)
 		if len(got) != 1 || got[0]["name"] != "re\uFFFDviews" || got[0]["namespace"] != "bookinfo" ||

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -103,19 +104,38 @@ func TestOutboundClustersMatchIstio(t *testing.T) {
 	ref := referenceClusters(t)
 	m := mesh.DefaultMeshConfig()
 	cases := []struct {
-		svc *model.Service
-		dr  string
+		svc  *model.Service
+		dr   string
+		want []string // the clusters built, in order: one per subset, then the service's
 	}{
-		{service("reviews", "bookinfo", 9080, protocol.HTTP, model.ClientSideLB), "reviews"},
-		{service("details", "bookinfo", 9080, protocol.HTTP, model.ClientSideLB), "details"},
-		{withSA(service("productpage", "bookinfo", 9080, protocol.HTTP, model.ClientSideLB), "spiffe://cluster.local/ns/bookinfo/sa/bookinfo-productpage"), ""},
+		{service("reviews", "bookinfo", 9080, protocol.HTTP, model.ClientSideLB), "reviews", []string{
+			"outbound|9080|v1|reviews.bookinfo.svc.cluster.local", "outbound|9080|v2|reviews.bookinfo.svc.cluster.local",
+			"outbound|9080|v3|reviews.bookinfo.svc.cluster.local", "outbound|9080||reviews.bookinfo.svc.cluster.local"}},
+		{service("details", "bookinfo", 9080, protocol.HTTP, model.ClientSideLB), "details", []string{
+			"outbound|9080||details.bookinfo.svc.cluster.local"}},
+		{withSA(service("productpage", "bookinfo", 9080, protocol.HTTP, model.ClientSideLB), "spiffe://cluster.local/ns/bookinfo/sa/bookinfo-productpage"), "",
+			[]string{"outbound|9080||productpage.bookinfo.svc.cluster.local"}},
 	}
 	for _, c := range cases {
 		var dr *config.Config
 		if c.dr != "" {
 			dr = referenceDR(t, c.dr)
 		}
-		for _, got := range cluster.BuildOutbound(c.svc, cluster.Options{Mesh: m, DestinationRule: dr}) {
+		built := cluster.BuildOutbound(c.svc, cluster.Options{Mesh: m, DestinationRule: dr})
+		var names []string
+		for _, got := range built {
+			names = append(names, got.Name)
+		}
+		if !slices.Equal(names, c.want) {
+			t.Errorf("%s: built clusters %v, want %v", c.svc.Hostname, names, c.want)
+		}
+		// and Istio sent no other cluster of the service
+		for name := range ref {
+			if strings.HasSuffix(name, "|"+string(c.svc.Hostname)) && strings.HasPrefix(name, "outbound|") && !slices.Contains(names, name) {
+				t.Errorf("%s: Istio has cluster %s, not built", c.svc.Hostname, name)
+			}
+		}
+		for _, got := range built {
 			if err := got.ValidateAll(); err != nil {
 				t.Errorf("%s: invalid: %v", got.Name, err)
 			}

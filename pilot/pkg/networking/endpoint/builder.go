@@ -158,3 +158,27 @@ func firstOf(labels map[string]string, keys ...string) string {
 	}
 	return ""
 }
+
+// KeepMTLS leaves in la only the endpoints that take Istio mTLS (tlsMode
+// "istio" in their transport socket match metadata), as Istio filters the
+// endpoints of SNI-DNAT clusters (EndpointsWithMTLSFilter): after grouping,
+// so that a locality whose endpoints all go keeps its empty group, its
+// weight recomputed (none when empty).
+func KeepMTLS(la *endpointv3.ClusterLoadAssignment) {
+	for _, g := range la.GetEndpoints() {
+		kept := g.LbEndpoints[:0]
+		var weight uint32
+		for _, lb := range g.LbEndpoints {
+			if lb.GetMetadata().GetFilterMetadata()["envoy.transport_socket_match"].GetFields()["tlsMode"].GetStringValue() != model.IstioMutualTLSModeLabel {
+				continue
+			}
+			kept = append(kept, lb)
+			weight += lb.GetLoadBalancingWeight().GetValue()
+		}
+		g.LbEndpoints = kept
+		g.LoadBalancingWeight = nil
+		if len(kept) > 0 {
+			g.LoadBalancingWeight = wrapperspb.UInt32(weight)
+		}
+	}
+}

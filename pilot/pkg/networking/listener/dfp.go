@@ -48,8 +48,10 @@ func dynamicDNSChain(o Options) *listenerv3.FilterChain {
 }
 
 // sniDynamicForwardProxyName is the network filter that resolves the TLS
-// server name for the dynamic forward proxy cluster behind it.
-const sniDynamicForwardProxyName = "envoy.filters.network.sni_dynamic_forward_proxy"
+// server name for the dynamic forward proxy cluster behind it, under the
+// name Istio gives it (go-control-plane's wellknown.SNIDynamicForwardProxy;
+// Envoy finds the filter by its typed config).
+const sniDynamicForwardProxyName = "envoy.extensions.filters.network.sni_dynamic_forward_proxy"
 
 // serviceDNSCacheOf is the DNS cache of a DYNAMIC_DNS wildcard host, as its
 // clusters have it.

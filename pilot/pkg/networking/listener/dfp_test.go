@@ -90,7 +90,7 @@ func TestDynamicDNSServiceChains(t *testing.T) {
 		for _, name := range []string{"0.0.0.0_443", "0.0.0.0_9000"} {
 			l := listenerNamed(t, ls, name)
 			fs := filterNames(l.FilterChains[0])
-			if (fs == "sni_dynamic_forward_proxy,tcp_proxy") != dyn {
+			if (fs == "envoy.extensions.filters.network.sni_dynamic_forward_proxy,tcp_proxy") != dyn {
 				t.Errorf("%v: %s filters %v", res, name, fs)
 			}
 			hasTLS := len(l.ListenerFilters) > 0 && l.ListenerFilters[0].Name == "envoy.filters.listener.tls_inspector"

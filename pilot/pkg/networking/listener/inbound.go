@@ -86,7 +86,10 @@ func (o Options) targetChains(p InboundTarget) []*listenerv3.FilterChain {
 	name := p.bindAddress(o) + "_" + strconv.Itoa(p.Port)
 	c := cluster.SubsetKey(cluster.Inbound, "", "", p.Port)
 	op := ""
-	if len(p.Services) > 0 {
+	switch {
+	case p.TraceHost != "":
+		op = p.TraceHost + ":" + strconv.Itoa(p.Port) + "/*"
+	case len(p.Services) > 0:
 		op = p.Services[0].Hostname + ":" + strconv.Itoa(p.ServicePort) + "/*"
 	}
 	chains := o.inboundChains(name, wrapperspb.UInt32(uint32(p.Port)), p.Protocol, o.MTLS.Mode(uint32(p.Port)),

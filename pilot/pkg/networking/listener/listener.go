@@ -236,6 +236,12 @@ type InboundTarget struct {
 	// BindToPort makes the port a listener of its own that binds to it,
 	// instead of chains of virtualInbound.
 	BindToPort bool
+	// TraceHost is the name a Sidecar ingress listener's port has in its
+	// routes' trace operation ("<sidecar>.<namespace>:<port>/*"): Istio
+	// gives such a port that synthetic hostname (buildInboundChainConfigs),
+	// whichever services target it. Empty for a service's port, whose
+	// operation names the first service.
+	TraceHost string
 	// Config is the path of the Sidecar the port comes from
 	// ("/apis/networking.istio.io/v1/namespaces/<ns>/sidecar/<name>"),
 	// recorded in its chains' metadata; empty for a service's port.

@@ -214,6 +214,11 @@ func Domains(svc *model.Service, port int, o Options) []string {
 	for _, c := range slices.Sorted(maps.Keys(svc.ClusterVIPs.Addresses)) {
 		for _, a := range svc.ClusterVIPs.Addresses[c] {
 			if a != "" && a != model.UnspecifiedIP {
+				// an IPv6 address in brackets, as a Host header has it
+				// (Istio's util.IPv6Compliant)
+				if strings.Contains(a, ":") {
+					a = "[" + a + "]"
+				}
 				out = append(out, a)
 			}
 		}

@@ -220,6 +220,10 @@ func (c *Controller) Provider() model.ProviderID { return model.Kubernetes }
 // Cluster is the cluster ID.
 func (c *Controller) Cluster() string { return c.opts.ClusterID }
 
+// Inputs are the collections the registry reads (its informers): other
+// indexes over the same cluster (the ambient index) share them.
+func (c *Controller) Inputs() Inputs { return c.inputs }
+
 // Workloads is the pods of the cluster as workload instances, for other
 // registries that select pods (ServiceEntry workloadSelector).
 func (c *Controller) Workloads() krt.Collection[model.WorkloadInstance] { return c.workloads }

@@ -194,15 +194,36 @@ func TestWorkloadGroupTemplate(t *testing.T) {
 	}
 }
 
+// Only an entry with the health-check annotation set to true is
+// health-checked, and it is healthy once its Healthy condition is True, as
+// in Istio.
 func TestUnhealthyWorkloadEntry(t *testing.T) {
 	sel := &networking.WorkloadSelector{Labels: map[string]string{"app": "vm"}}
-	bad := we("ns1", "vm-1", nil, &networking.WorkloadEntry{Address: "4.4.4.4", Labels: map[string]string{"app": "vm"}})
-	bad.Status = healthStatus("False")
-	f := newFixture(t, se("ns1", "vm", &networking.ServiceEntry{Hosts: []string{"vm.example"},
-		Ports: []*networking.ServicePort{httpPort(80)}, WorkloadSelector: sel}), bad)
-	f.eventually("endpoint", func() bool { return len(f.endpoints("vm.example", "ns1")) == 1 })
-	if e := f.endpoints("vm.example", "ns1")[0]; e.HealthStatus != model.UnHealthy {
-		t.Fatalf("health: %d", e.HealthStatus)
+	for _, tc := range []struct {
+		name, annotation, condition string
+		unhealthy                   bool
+	}{
+		{"no annotation, False", "", "False", false},
+		{"annotation false, False", "false", "False", false},
+		{"annotation true, False", "true", "False", true},
+		{"annotation true, no condition", "true", "", true},
+		{"annotation true, True", "true", "True", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := we("ns1", "vm-1", nil, &networking.WorkloadEntry{Address: "4.4.4.4", Labels: map[string]string{"app": "vm"}})
+			if tc.annotation != "" {
+				e.Annotations = map[string]string{"proxy.istio.io/health-checks-enabled": tc.annotation}
+			}
+			if tc.condition != "" {
+				e.Status = healthStatus(tc.condition)
+			}
+			f := newFixture(t, se("ns1", "vm", &networking.ServiceEntry{Hosts: []string{"vm.example"},
+				Ports: []*networking.ServicePort{httpPort(80)}, WorkloadSelector: sel}), e)
+			f.eventually("endpoint", func() bool { return len(f.endpoints("vm.example", "ns1")) == 1 })
+			if got := f.endpoints("vm.example", "ns1")[0].HealthStatus; (got == model.UnHealthy) != tc.unhealthy {
+				t.Fatalf("health: %d, want unhealthy=%v", got, tc.unhealthy)
+			}
+		})
 	}
 }
 

@@ -71,7 +71,7 @@ func (c *Controller) buildWorkloadEntry(ctx krt.HandlerContext, cfg config.Confi
 	} else {
 		info.valid = true
 	}
-	if unhealthy(cfg.Status) {
+	if unhealthy(cfg.Annotations, cfg.Status) {
 		wi.Endpoint.HealthStatus = model.UnHealthy
 	}
 	info.wi = wi
@@ -143,18 +143,30 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// unhealthy reports a failed health check in a WorkloadEntry's status.
-func unhealthy(status any) bool {
+// healthCheckAnnotation marks a WorkloadEntry whose Healthy condition
+// decides its endpoint's health (set by auto-registration when the agent
+// probes readiness).
+const healthCheckAnnotation = "proxy.istio.io/health-checks-enabled"
+
+// unhealthy reports whether a WorkloadEntry's endpoint is unhealthy, as
+// Istio decides it: only an entry whose health-check annotation parses as
+// true is health-checked, and it is healthy only once its Healthy
+// condition is True (a new entry is unhealthy until its first probe
+// passes); every other entry is healthy, whatever its status says.
+func unhealthy(annotations map[string]string, status any) bool {
+	if on, err := strconv.ParseBool(annotations[healthCheckAnnotation]); err != nil || !on {
+		return false
+	}
 	st, ok := status.(*metav1alpha1.IstioStatus)
 	if !ok || st == nil {
-		return false
+		return true
 	}
 	for _, c := range st.GetConditions() {
 		if c.GetType() == "Healthy" {
-			return c.GetStatus() == "False"
+			return c.GetStatus() != "True"
 		}
 	}
-	return false
+	return true
 }
 
 // workloadName is the name a WorkloadEntry reports for telemetry: its

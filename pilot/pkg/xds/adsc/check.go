@@ -5,11 +5,21 @@ import (
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/meshplane/istiod/pkg/workloadapi"
+	"github.com/meshplane/istiod/pkg/workloadapi/security"
 )
 
 // resourceName reads a decoded resource's name.
 func resourceName(m proto.Message) string {
 	switch x := m.(type) {
+	case *workloadapi.Address: // named by the workload's UID, or namespace/hostname
+		if w := x.GetWorkload(); w != nil {
+			return w.GetUid()
+		}
+		return x.GetService().GetNamespace() + "/" + x.GetService().GetHostname()
+	case *security.Authorization:
+		return x.GetNamespace() + "/" + x.GetName()
 	case interface{ GetClusterName() string }: // ClusterLoadAssignment
 		return x.GetClusterName()
 	case interface{ GetName() string }:

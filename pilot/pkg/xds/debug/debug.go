@@ -1,24 +1,21 @@
 package debug
 
 import (
-	"bytes"
+	"context"
 	"crypto/x509"
 	"encoding/json"
+	"html"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
 	"sort"
 	"strings"
-	"time"
 
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
-	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
-	"github.com/meshplane/istiod/pkg/config"
-	"github.com/meshplane/istiod/pkg/config/schema/resource"
 	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/log"
 )
@@ -41,8 +38,18 @@ type Options struct {
 	// /debug/endpointShardz).
 	Registry RegistryDebugSource
 	// XDS is the ADS server's state (/debug/adsz, syncz, connections,
-	// config_dump, edsz, push_status, pushcontext; nil: not served).
+	// connectionz, config_dump, edsz, ecdsz, ndsz, sidecarz, instancesz,
+	// push_status, pushcontext, indexz, authorizationz, telemetryz; nil:
+	// not served).
 	XDS XDSSource
+	// PushAll pushes the current state to every connected proxy
+	// (/debug/adsz?push=true; nil: that query is refused).
+	PushAll func()
+	// Clusters lists the clusters istiod reads (/debug/clusterz; nil:
+	// answered 400, as Istio does without a multicluster controller).
+	Clusters func() []ClusterInfo
+	// Inject serves /debug/inject (the injection templates; nil: 404).
+	Inject http.HandlerFunc
 	// Pushz serves /debug/pushz (the push engine's record; nil: not served).
 	Pushz http.HandlerFunc
 	// CA is the certificate authority (/debug/ca; nil: not served).
@@ -50,8 +57,8 @@ type Options struct {
 	// Authenticate identifies a caller that is not on loopback (a bearer
 	// service-account token, as for xDS) and returns the namespace of its
 	// identity; nil: only loopback callers are served. Callers of
-	// SystemNamespace see everything; others only the config_dump and edsz
-	// of proxies in their own namespace.
+	// SystemNamespace see everything; others only the config_dump, edsz
+	// and ndsz of proxies in their own namespace.
 	Authenticate func(r *http.Request) (namespace string, err error)
 	// SystemNamespace is istiod's namespace.
 	SystemNamespace string
@@ -86,6 +93,9 @@ var _ XDSSource = (*xds.DiscoveryServer)(nil)
 type Debug struct {
 	opts     Options
 	handlers map[string]debugEndpoint
+	// variants are entries of the index and of /debug/list that are a
+	// query of another endpoint ("adsz?push=true"), as Istio lists them
+	variants map[string]string
 }
 
 type debugEndpoint struct {
@@ -93,23 +103,45 @@ type debugEndpoint struct {
 	h    http.HandlerFunc
 }
 
-// New builds the debug endpoints.
+// New builds the debug endpoints: Istio's, each with the shape of Istio
+// 1.31's answer, and ours (warningz, connectionz, indexz, pushz, ca,
+// and the per-proxy reports added by AddPolicyz and AddProxyTelemetryz).
 func New(opts Options) *Debug {
-	d := &Debug{opts: opts, handlers: map[string]debugEndpoint{}}
+	d := &Debug{opts: opts, handlers: map[string]debugEndpoint{}, variants: map[string]string{}}
 	d.add("configz", "every stored object in Kubernetes shape", d.configz)
 	d.add("mesh", "the active MeshConfig", d.mesh)
 	d.add("krtz", "the collections, their state and dependencies", d.krtz)
 	d.add("resourcesz", "the kinds the store holds", d.resourcesz)
 	d.add("warningz", "current configuration problems: dropped fields, warnings, rejected documents, mesh errors", d.warningz)
 	d.add("list", "the debug endpoints (JSON)", d.list)
+	d.add("registryz", "every service of every registry", d.registryz)
+	d.add("endpointShardz", "the endpoints of every service, by namespace and shard", d.endpointShardz)
+	d.add("endpointz", "the same as endpointShardz (Istio's older name)", d.endpointShardz)
+	d.add("clusterz", "the clusters istiod reads endpoints from, with their sync status", d.clusterz)
+	d.add("networkz", "the cross-network gateways", d.networkz)
+	d.add("mcsz", "the Kubernetes multi-cluster (MCS) services", d.mcsz)
+	d.add("ambientz", "the ambient workloads, services and policies", d.ambientz)
+	d.add("cachez", "the shared xDS cache, by type", d.cachez)
+	d.listVariant("cachez?sizes=true", "the size of the shared xDS cache, by type")
+	d.listVariant("cachez?clear=true", "clear the shared xDS cache")
+	d.add("inject", "the active injection templates by name", d.inject)
 	if opts.XDS != nil {
-		d.add("adsz", "connected proxies, their metadata and watches", d.adsz)
-		d.add("syncz", "per proxy and type: what was sent and acknowledged", d.syncz)
-		d.add("connections", "connection IDs and peer addresses", d.connections)
+		d.add("adsz", "connected proxies, their metadata and watches (?proxyID= one of them)", d.adsz)
+		d.listVariant("adsz?push=true", "push the current state to every connected proxy")
+		d.add("syncz", "per proxy: what was sent and acknowledged of each type (?namespace= the proxies of one)", d.syncz)
+		d.add("connections", "the connected clients", d.connections)
+		d.add("connectionz", "per connection: the proxy, and per type the names watched, what was sent and acknowledged, the last NACK", d.connectionz)
 		d.add("config_dump", "what a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.configDumpHandler)
-		d.add("edsz", "the endpoints a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.edsz)
+		d.add("edsz", "the endpoints a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.typedConfigDump("eds"))
+		d.add("ecdsz", "the extension configs a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.typedConfigDump("ecds"))
+		d.add("ndsz", "the name table a proxy would be sent now (?proxyID=<pod>.<namespace>)", d.typedConfigDump("nds"))
+		d.add("sidecarz", "the sidecar scope of a proxy (?proxyID=<pod>.<namespace>)", d.sidecarz)
+		d.add("instancesz", "per connected proxy: the services and ports its workload serves", d.instancesz)
 		d.add("push_status", "the problems the current push context found", d.pushStatus)
-		d.add("pushcontext", "what the current push context holds", d.pushContext)
+		d.add("pushcontext", "the authorization policies and network gateways of the current push context", d.pushContext)
+		d.add("indexz", "what the current push context holds and which indexes its last build rebuilt or reused", d.indexz)
+		d.add("authorizationz", "the authorization policies by namespace", d.authorizationz)
+		d.add("telemetryz", "the Telemetry resources by namespace, or those of a proxy (?proxyID=<pod>.<namespace>)", d.telemetryz)
 	}
 	if opts.CA != nil {
 		d.add("ca", "the certificate authority: trust domain, root certificate (PEM) and its expiry", d.ca)
@@ -117,14 +149,16 @@ func New(opts Options) *Debug {
 	if opts.Pushz != nil {
 		d.add("pushz", "recent pushes and suppressed updates", opts.Pushz)
 	}
-	d.add("registryz", "every service of every registry", d.registryz)
-	d.add("endpointShardz", "the endpoints of every service, by namespace and shard", d.endpointShardz)
 	return d
 }
 
 func (d *Debug) add(name, help string, h http.HandlerFunc) {
 	d.handlers[name] = debugEndpoint{help: help, h: h}
 }
+
+// listVariant lists a query of an endpoint ("adsz?push=true") in the index
+// and /debug/list; the endpoint serves it.
+func (d *Debug) listVariant(name, help string) { d.variants[name] = help }
 
 // Install mounts the endpoints under /debug/ on mux. Loopback callers are
 // always served (but 127.0.0.6, Envoy's passthrough source: see
@@ -145,8 +179,15 @@ func (d *Debug) Install(mux *http.ServeMux) {
 }
 
 // namespaceScoped are the endpoints a caller outside the system namespace
-// may read, for the proxies of its own namespace (?proxyID=<pod>.<ns>).
-var namespaceScoped = map[string]bool{"config_dump": true, "edsz": true}
+// may read, for the proxies of its own namespace (?proxyID=<pod>.<ns>), as
+// Istio's activeNamespaceDebuggers.
+var namespaceScoped = map[string]bool{"config_dump": true, "edsz": true, "ndsz": true}
+
+// callerNamespaceKey holds, in a request's context, the namespace of an
+// authenticated caller outside the system namespace: the proxies it may
+// see. Absent for loopback, system-namespace and unauthenticated
+// (NoAuth) callers, who see every proxy.
+type callerNamespaceKey struct{}
 
 // guard serves loopback callers, and authenticated ones as their
 // namespace allows: 401 without an accepted credential, 403 outside it.
@@ -168,11 +209,15 @@ func (d *Debug) guard(name string, h http.Handler) http.Handler {
 			http.Error(w, "authentication failure", http.StatusUnauthorized)
 			return
 		}
-		if ns == d.opts.SystemNamespace || (namespaceScoped[name] && namespaceOf(r.URL.Query().Get("proxyID")) == ns) {
+		if ns == d.opts.SystemNamespace {
 			h.ServeHTTP(w, r)
 			return
 		}
-		http.Error(w, "the caller's namespace "+ns+" may not read "+r.URL.Path+" (only config_dump and edsz of its own proxies)", http.StatusForbidden)
+		if namespaceScoped[name] && namespaceOf(r.URL.Query().Get("proxyID")) == ns {
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerNamespaceKey{}, ns)))
+			return
+		}
+		http.Error(w, "the caller's namespace "+ns+" may not read "+r.URL.Path+" (only config_dump, edsz and ndsz of its own proxies)", http.StatusForbidden)
 	})
 }
 
@@ -205,13 +250,25 @@ func fromLoopback(r *http.Request) bool {
 	return ip.IsLoopback() && ip != envoyPassthroughSource
 }
 
-func (d *Debug) names() []string {
-	names := make([]string, 0, len(d.handlers))
+// entries are the names of the index and of /debug/list: the endpoints
+// and their listed query variants, sorted.
+func (d *Debug) entries() []string {
+	names := make([]string, 0, len(d.handlers)+len(d.variants))
 	for n := range d.handlers {
+		names = append(names, n)
+	}
+	for n := range d.variants {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
+}
+
+func (d *Debug) help(name string) string {
+	if e, ok := d.handlers[name]; ok {
+		return e.help
+	}
+	return d.variants[name]
 }
 
 func (d *Debug) index(w http.ResponseWriter, r *http.Request) {
@@ -222,98 +279,22 @@ func (d *Debug) index(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	var b strings.Builder
 	b.WriteString("<html><head><title>istiod debug</title></head><body><h1>istiod debug endpoints</h1><table>\n")
-	for _, n := range d.names() {
-		b.WriteString(`<tr><td><a href="/debug/` + n + `">` + n + "</a></td><td>" + d.handlers[n].help + "</td></tr>\n")
+	for _, n := range d.entries() {
+		b.WriteString(`<tr><td><a href="/debug/` + html.EscapeString(n) + `">` + html.EscapeString(n) + "</a></td><td>" + html.EscapeString(d.help(n)) + "</td></tr>\n")
 	}
 	b.WriteString("</table></body></html>\n")
 	_, _ = w.Write([]byte(b.String()))
 }
 
+// list serves /debug/list as Istio does: the names of the endpoints
+// without their /debug/ prefix, query variants included, sorted, without
+// list itself (and pprof).
 func (d *Debug) list(w http.ResponseWriter, r *http.Request) {
-	names := d.names()
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = "/debug/" + n
-	}
-	writeJSON(w, r, out)
-}
-
-// configz lists every stored object in its Kubernetes shape, walking the
-// store's schemas in order.
-func (d *Debug) configz(w http.ResponseWriter, r *http.Request) {
-	out := make([]json.RawMessage, 0)
-	if d.opts.Store != nil {
-		d.opts.Store.Schemas().ForEach(func(s resource.Schema) bool {
-			for _, c := range d.opts.Store.List(s.GroupVersionKind(), "") {
-				b, err := kubernetesJSON(c)
-				if err != nil {
-					debugLog.Warnf("configz: %v", err)
-					continue
-				}
-				out = append(out, b)
-			}
-			return false
-		})
-	}
-	writeJSON(w, r, out)
-}
-
-// kubernetesJSON renders a config as Istio's configz does: the Kubernetes
-// shape with object keys sorted at every level (apiVersion, kind, metadata,
-// spec, status).
-func kubernetesJSON(c config.Config) (json.RawMessage, error) {
-	k, err := crd.ConvertConfig(c)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := json.Marshal(k)
-	if err != nil {
-		return nil, err
-	}
-	var generic map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&generic); err != nil {
-		return nil, err
-	}
-	return json.Marshal(generic)
-}
-
-func (d *Debug) mesh(w http.ResponseWriter, r *http.Request) {
-	if d.opts.Mesh == nil {
-		http.Error(w, "no mesh config", http.StatusServiceUnavailable)
-		return
-	}
-	b, err := crd.MarshalSpec(d.opts.Mesh())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	writeJSON(w, r, b)
-}
-
-func (d *Debug) krtz(w http.ResponseWriter, r *http.Request) {
-	if d.opts.Collections == nil {
-		writeJSON(w, r, []any{})
-		return
-	}
-	writeJSON(w, r, d.opts.Collections)
-}
-
-func (d *Debug) resourcesz(w http.ResponseWriter, r *http.Request) {
-	out := make([]config.GroupVersionKind, 0)
-	if d.opts.Store != nil {
-		for _, s := range d.opts.Store.Schemas().All() {
-			out = append(out, s.GroupVersionKind())
+	out := []string{}
+	for _, n := range d.entries() {
+		if n != "list" {
+			out = append(out, n)
 		}
-	}
-	writeJSON(w, r, out)
-}
-
-func (d *Debug) warningz(w http.ResponseWriter, r *http.Request) {
-	out := make([]diag.Problem, 0)
-	if d.opts.Problems != nil {
-		out = append(out, d.opts.Problems.List()...)
 	}
 	writeJSON(w, r, out)
 }
@@ -328,24 +309,4 @@ func writeJSON(w http.ResponseWriter, _ *http.Request, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
 	_, _ = w.Write([]byte("\n"))
-}
-
-// ca shows the root that workloads must trust: in a cluster it is also in
-// every namespace's istio-ca-root-cert ConfigMap; without one, here (and in
-// the CA directory).
-func (d *Debug) ca(w http.ResponseWriter, r *http.Request) {
-	type root struct {
-		Subject  string    `json:"subject"`
-		NotAfter time.Time `json:"notAfter"`
-	}
-	out := struct {
-		TrustDomain string `json:"trustDomain"`
-		SelfSigned  bool   `json:"selfSigned"`
-		Roots       []root `json:"roots"`
-		RootCert    string `json:"rootCert"`
-	}{TrustDomain: d.opts.CA.TrustDomain(), SelfSigned: d.opts.CA.SelfSigned(), Roots: []root{}, RootCert: string(d.opts.CA.RootCertPEM())}
-	for _, c := range d.opts.CA.RootCerts() {
-		out.Roots = append(out.Roots, root{Subject: c.Subject.String(), NotAfter: c.NotAfter})
-	}
-	writeJSON(w, r, out)
 }

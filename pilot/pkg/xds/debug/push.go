@@ -20,9 +20,9 @@ func (d *Debug) pushStatus(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-// pushContext serves /debug/pushcontext: what the current snapshot holds
-// and which indexes its last build rebuilt or reused.
-func (d *Debug) pushContext(w http.ResponseWriter, r *http.Request) {
+// indexz serves /debug/indexz: what the current snapshot holds and which
+// indexes its last build rebuilt or reused.
+func (d *Debug) indexz(w http.ResponseWriter, r *http.Request) {
 	pc := d.opts.XDS.PushContext()
 	if pc == nil {
 		http.Error(w, "no push context yet", http.StatusServiceUnavailable)

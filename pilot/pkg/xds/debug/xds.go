@@ -2,8 +2,10 @@ package debug
 
 import (
 	"errors"
-	"sort"
+	"slices"
+	"strings"
 
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
@@ -63,36 +65,40 @@ func (g *XDSGenerators) syncz(caller *model.Proxy, _ *xds.WatchedResource, _ *mo
 	var out xds.Generated
 	for _, c := range g.Server.ConnectionSnapshots() {
 		p := c.Proxy
-		// nodes without PROXY_CONFIG are not proxies (istioctl itself)
-		if p.Metadata == nil || p.Metadata.Raw["PROXY_CONFIG"] == nil || !g.sees(caller, p.ConfigNamespace) {
+		// nodes without PROXY_CONFIG are not proxies (istioctl itself),
+		// but for ztunnels
+		isProxy := p.Metadata != nil && (p.Metadata.Raw["PROXY_CONFIG"] != nil || p.Type == model.Ztunnel)
+		if !isProxy || !g.sees(caller, p.ConfigNamespace) {
 			continue
 		}
 		cc := &statusv3.ClientConfig{Node: &core.Node{Id: p.ID, Metadata: syncMetadata(p)}}
 		for _, w := range c.Watches {
-			pc := &statusv3.ClientConfig_GenericXdsConfig{TypeUrl: w.TypeURL, ConfigStatus: debugSyncStatus(w)}
-			if !w.LastSent.IsZero() {
-				pc.LastUpdated = timestamppb.New(w.LastSent)
+			pc := &statusv3.ClientConfig_GenericXdsConfig{TypeUrl: w.TypeURL, ConfigStatus: debugSyncStatus(w), LastUpdated: timestamppb.New(w.LastSent)}
+			if w.LastNACK != "" {
+				pc.ErrorState = &adminv3.UpdateFailureState{LastUpdateAttempt: timestamppb.New(w.LastSent), Details: w.LastNACK}
 			}
 			cc.GenericXdsConfigs = append(cc.GenericXdsConfigs, pc)
 		}
+		slices.SortFunc(cc.GenericXdsConfigs, func(a, b *statusv3.ClientConfig_GenericXdsConfig) int { return strings.Compare(a.TypeUrl, b.TypeUrl) })
 		out.Resources = append(out.Resources, &discovery.Resource{Name: p.ID, Resource: protoconv.MessageToAny(cc)})
 	}
 	return out, nil
 }
 
-// syncMetadata is what istioctl proxy-status shows of a proxy.
+// syncMetadata is what istioctl proxy-status shows of a proxy: its
+// cluster, namespace and Istio version.
 func syncMetadata(p *model.Proxy) *structpb.Struct {
 	fields := map[string]*structpb.Value{}
-	for _, k := range []string{"CLUSTER_ID", "ISTIO_VERSION", "NAMESPACE"} {
-		if v, ok := p.Metadata.Raw[k].(string); ok {
+	for k, v := range map[string]string{"CLUSTER_ID": p.Metadata.ClusterID, "NAMESPACE": p.Metadata.Namespace, "ISTIO_VERSION": p.Metadata.IstioVersion} {
+		if v != "" {
 			fields[k] = structpb.NewStringValue(v)
 		}
 	}
 	return &structpb.Struct{Fields: fields}
 }
 
-// debugSyncStatus is Istio's: not sent, acknowledged (synced), or waiting for
-// an acknowledgement (stale). Ours: a rejected response is an error.
+// debugSyncStatus is Istio's: a rejected response is an error, else not
+// sent, acknowledged (synced), or waiting for an acknowledgement (stale).
 func debugSyncStatus(w *xds.WatchedResource) statusv3.ConfigStatus {
 	switch {
 	case w.LastNACK != "":
@@ -113,12 +119,16 @@ func (g *XDSGenerators) configDump(caller *model.Proxy, w *xds.WatchedResource, 
 	if len(names) != 1 {
 		return xds.Generated{}, status.Errorf(codes.InvalidArgument, "%s needs exactly one resource name, the proxy ID <pod>.<namespace> (got %d)", TypeDebugConfigDump, len(names))
 	}
-	sort.Strings(names)
 	id := names[0]
 	if !g.sees(caller, namespaceOf(id)) {
 		return xds.Generated{}, status.Errorf(codes.PermissionDenied, "the caller's namespace %s may not read the config of %s", caller.VerifiedIdentity.Namespace, id)
 	}
-	dump, err := configDump(g.Server, id)
+	c, ok := snapshotOf(g.Server, id)
+	if !ok || !g.sees(caller, c.Proxy.ConfigNamespace) {
+		// like a 404: another replica may hold the connection
+		return xds.Generated{}, nil
+	}
+	dump, err := configDump(g.Server, c, false)
 	if errors.Is(err, errNotConnected) {
 		// like a 404: another replica may hold the connection
 		return xds.Generated{}, nil
@@ -141,4 +151,21 @@ func namespaceOf(proxyID string) string {
 		}
 	}
 	return ""
+}
+
+// snapshotOf is the connection of a proxy ID, found as Istio finds it:
+// the proxy of that ID, else the first connection whose ID contains it.
+func snapshotOf(src XDSSource, id string) (xds.ConnectionSnapshot, bool) {
+	conns := src.ConnectionSnapshots()
+	for _, c := range conns {
+		if c.Proxy.ID == id {
+			return c, true
+		}
+	}
+	for _, c := range conns {
+		if strings.Contains(c.ID, id) {
+			return c, true
+		}
+	}
+	return xds.ConnectionSnapshot{}, false
 }

@@ -4,17 +4,22 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxy "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
 	"github.com/meshplane/istiod/pilot/pkg/xds/xdstest"
+	"github.com/meshplane/istiod/pkg/config"
+	"github.com/meshplane/istiod/pkg/config/schema/gvk"
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
@@ -110,6 +115,21 @@ func TestUnchangedConfigIsNotResent(t *testing.T) {
 		xdstest.Watch{Type: xds.RouteType, Names: []string{"9080"}})
 	for i := 0; i < 3; i++ {
 		s.DS.PushFunc(env)(&model.PushRequest{Full: true, Forced: true})
+	}
+	xdstest.NoResponse(t, c)
+
+	// the positive control: a change that alters the route of 9080 is sent
+	vs := config.Config{Meta: config.Meta{GroupVersionKind: gvk.VirtualService, Name: "details", Namespace: "bookinfo", Domain: "cluster.local"},
+		Spec: &networking.VirtualService{Hosts: []string{"details"}, Http: []*networking.HTTPRoute{{
+			Timeout: durationpb.New(3 * time.Second),
+			Route:   []*networking.HTTPRouteDestination{{Destination: &networking.Destination{Host: "details"}}}}}}}
+	if _, err := env.ConfigStore().Create(vs); err != nil {
+		t.Fatal(err)
+	}
+	s.DS.PushFunc(env)(&model.PushRequest{Full: true, Forced: true})
+	r := xdstest.Next(t, c)
+	if r.TypeURL != xds.RouteType || r.Resources["9080"] == nil {
+		t.Fatalf("after a VirtualService change: %s %v, want route configuration 9080", r.TypeURL, r.Resources)
 	}
 	xdstest.NoResponse(t, c)
 }

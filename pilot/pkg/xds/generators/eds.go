@@ -42,15 +42,15 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 			continue
 		}
 		eps, version := g.orderedEndpoints(svc)
-		if sniDNAT {
-			// only mTLS endpoints: a plain-text one would take what a
-			// passthrough client meant to be mTLS
-			eps = mtlsOnly(eps)
-		}
 		dr := destinationRule(push, proxy, svc)
 		key := edsKey{cluster: name, svc: svc, rule: dr, network: proxyNetwork(proxy), locality: proxy.Locality}
 		out.Append(g.eds.get(&g.slots, push, key, version, func() xds.Generated {
 			la := loadAssignmentFor(push, proxy, dr.Rule(), svc, p, subset, name, eps)
+			if sniDNAT {
+				// only mTLS endpoints: a plain-text one would take what a
+				// passthrough client meant to be mTLS
+				endpoint.KeepMTLS(la)
+			}
 			return toResources(g.enc, xds.EndpointType, []*loadAssignment{la}, clusterNameOf)
 		}))
 	}
@@ -141,14 +141,4 @@ func subsetOf(dr *config.Config, subset string) (map[string]string, *networking.
 		}
 	}
 	return nil, nil
-}
-
-func mtlsOnly(eps []*model.IstioEndpoint) []*model.IstioEndpoint {
-	out := make([]*model.IstioEndpoint, 0, len(eps))
-	for _, ep := range eps {
-		if ep.TLSMode == model.IstioMutualTLSModeLabel {
-			out = append(out, ep)
-		}
-	}
-	return out
 }

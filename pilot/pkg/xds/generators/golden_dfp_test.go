@@ -17,16 +17,7 @@ import (
 // mesh's ALLOW_ANY_DYNAMIC_DNS outbound policy (buildAllowAnyDFPCluster,
 // virtualOutbound's HTTP chain and the allow_any_dynamic_dns catch-all
 // host). See the case files.
-var dfpCases = []goldenCase{
-	{name: "sidecar-dynamic-dns", nodeID: "sidecar~10.1.0.9~client-abc.app~app.svc.cluster.local", ns: "app", routes: []string{"80", "8080"}},
-	{name: "sidecar-allow-any-dynamic-dns", nodeID: "sidecar~10.1.0.9~client-abc.app~app.svc.cluster.local", ns: "app",
-		meta: map[string]any{"DNS_CAPTURE": "true", "DNS_PROXY_ADDR": "localhost:15053"}, routes: []string{"80"},
-		mesh: func(m *meshconfig.MeshConfig) {
-			m.OutboundTrafficPolicy = &meshconfig.MeshConfig_OutboundTrafficPolicy{Mode: meshconfig.MeshConfig_OutboundTrafficPolicy_ALLOW_ANY_DYNAMIC_DNS}
-		}},
-}
-
-func init() { goldenCases = append(goldenCases, dfpCases...) }
+var dfpCases = casesIn("dfp")
 
 // TestDFPCasesValid runs Envoy's validation on every cluster and listener
 // of the dynamic forward proxy cases.

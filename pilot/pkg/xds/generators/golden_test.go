@@ -3,6 +3,7 @@ package generators_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,10 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
+	"google.golang.org/protobuf/proto"
 	meshconfig "istio.io/api/mesh/v1alpha1"
-	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/meshplane/istiod/pilot/pkg/config/kube/crd"
 	"github.com/meshplane/istiod/pilot/pkg/config/memory"
@@ -29,10 +28,15 @@ import (
 	"github.com/meshplane/istiod/pkg/config/mesh"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
 	"github.com/meshplane/istiod/tests/golden"
+	"github.com/meshplane/istiod/tests/goldencases"
 )
 
+// goldenCase is a case of the table testdata/cases.yaml (see
+// tests/goldencases), which tests/differential's TestGolden also runs
+// against Istio's pilot-discovery.
 type goldenCase struct {
 	name   string
+	group  string
 	nodeID string
 	ns     string
 	mesh   func(*meshconfig.MeshConfig)
@@ -48,99 +52,58 @@ type goldenCase struct {
 	dualStack bool
 }
 
-var goldenCases = []goldenCase{
-	{name: "gateway-servers", nodeID: "router~10.244.9.1~ingress-abc.istio-system~istio-system.svc.cluster.local", ns: "istio-system",
-		labels: map[string]any{"istio": "ingressgateway"}, routes: []string{"http.80", "https.443.https.edge.shop", "https.443.https-admin.edge.shop"}},
-	{name: "bookinfo", nodeID: "sidecar~10.244.0.10~productpage-v1.bookinfo~bookinfo.svc.cluster.local", ns: "bookinfo", routes: []string{"9080"}},
-	{name: "gateway-policy", nodeID: "router~10.244.9.1~ingress-abc.istio-system~istio-system.svc.cluster.local", ns: "istio-system",
-		labels: map[string]any{"istio": "ingressgateway"}, routes: []string{"http.80"}},
-	{name: "sidecar-ingress", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"}},
-	{name: "registry-only", nodeID: "sidecar~10.1.0.9~client.app~app.svc.cluster.local", ns: "app",
-		mesh: func(m *meshconfig.MeshConfig) {
-			m.OutboundTrafficPolicy = &meshconfig.MeshConfig_OutboundTrafficPolicy{Mode: meshconfig.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY}
-		}},
-	// Sidecar listeners that bind to their ports (Istio's
-	// buildInboundChainConfigs / getBindToPort and
-	// buildSidecarOutboundListeners): see the case file.
-	{name: "sidecar-bind", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
-		meta:   map[string]any{"UNPRIVILEGED_POD": "true", "ENVOY_STATUS_PORT": 15021, "ENVOY_PROMETHEUS_PORT": 15090},
-		routes: []string{"8080", "9080", "8888", "raw.app.svc.cluster.local:7070", "unix:///var/run/app.sock"}},
-	// A Sidecar whose listeners clash: see the case file.
-	{name: "sidecar-conflicts", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
-		meta: map[string]any{"UNPRIVILEGED_POD": "true", "ENVOY_PROMETHEUS_PORT": 15090}},
-	// A service port on the proxy's status port.
-	{name: "sidecar-static-port", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
-		meta: map[string]any{"ENVOY_STATUS_PORT": 15021}},
-	// A proxy without traffic redirection (INTERCEPTION_MODE NONE).
-	{name: "sidecar-none-mode", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
-		meta: map[string]any{"INTERCEPTION_MODE": "NONE"}, routes: []string{"80"}},
-	// Service ports without a declared protocol (sniffed): see the case file.
-	{name: "sidecar-sniffing", nodeID: "sidecar~10.1.0.9~client-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "ring"},
-		routes: []string{"8080", "7000", "6000", "legacy.app.svc.cluster.local:3000", "api.partner.example.com:9000",
-			"cache.app.svc.cluster.local:8080", "queue.app.svc.cluster.local:5432", "ring.app.svc.cluster.local:4000"}},
-	// Sidecar ingress tls with ENABLE_TLS_ON_SIDECAR_INGRESS on.
-	{name: "sidecar-ingress-tls", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
-		sidecarIngressTLS: true},
-	// The same Sidecar with the flag off (Istio's default): tls is ignored.
-	{name: "sidecar-ingress-tls-off", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"}},
-	// VirtualService tcp routes and source-IP hashing on outbound TCP
-	// chains: see the case file.
-	{name: "sidecar-tcp-routes", nodeID: "sidecar~10.1.0.20~client-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "client"}},
-	// Connection pools and the upstream HTTP protocol of outbound
-	// clusters under the mesh's h2UpgradePolicy and tcpKeepalive: see the
-	// case file.
-	{name: "sidecar-pool-protocol", nodeID: "sidecar~10.1.0.21~client-abc.app~app.svc.cluster.local", ns: "app",
-		mesh: func(m *meshconfig.MeshConfig) {
-			m.H2UpgradePolicy = meshconfig.MeshConfig_UPGRADE
-			m.TcpKeepalive = &networking.ConnectionPoolSettings_TCPSettings_TcpKeepalive{Time: durationpb.New(600 * time.Second)}
-			m.DefaultTrafficPolicy = &meshconfig.MeshConfig_DefaultTrafficPolicy{
-				ConnectionPool:   &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 100}},
-				OutlierDetection: &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(7)},
+// casesFile is the table of the golden cases.
+var casesFile = filepath.Join("testdata", "cases.yaml")
+
+var goldenCases = loadGoldenCases()
+
+// loadGoldenCases reads the table; a case's mesh YAML applies over the
+// mesh it is given.
+func loadGoldenCases() []goldenCase {
+	table, err := goldencases.Load(casesFile)
+	if err != nil {
+		panic(err)
+	}
+	var out []goldenCase
+	for _, c := range table {
+		gc := goldenCase{name: c.Name, group: c.Group, nodeID: c.NodeID, ns: c.Namespace, routes: c.Routes, meta: c.Meta,
+			sidecarIngressTLS: c.SidecarIngressTLS, dualStack: c.DualStack,
+			protocols: listener.ProtocolFilters{Redis: c.Protocols.Redis, MySQL: c.Protocols.MySQL}}
+		if c.Labels != nil {
+			gc.labels = map[string]any{}
+			for k, v := range c.Labels {
+				gc.labels[k] = v
 			}
-		}},
-	// Interception, IP modes and protocol detection: see the case files.
-	{name: "sidecar-tproxy", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
-		meta: map[string]any{"INTERCEPTION_MODE": "TPROXY"}},
-	{name: "sidecar-dual-stack", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
-		meta: map[string]any{"INSTANCE_IPS": "10.1.0.9,fd00::9"}, dualStack: true},
-	{name: "sidecar-ipv6", nodeID: "sidecar~fd00::9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"}},
-	{name: "sidecar-detection-timeout", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
-		mesh: func(m *meshconfig.MeshConfig) { m.ProtocolDetectionTimeout = durationpb.New(5 * time.Second) }},
-	// ProxyConfig connectionSettings: the mesh's on a sidecar, a gateway's
-	// own EDGE profile (its PROXY_CONFIG wins over the mesh's).
-	{name: "sidecar-connection-settings", nodeID: "sidecar~10.1.0.9~app-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "app"},
-		mesh: func(m *meshconfig.MeshConfig) {
-			m.DefaultConfig.ConnectionSettings = &meshconfig.ProxyConfig_ConnectionSettings{Profile: meshconfig.ProxyConfig_ConnectionSettings_EDGE,
-				HttpIdleTimeout: durationpb.New(10 * time.Minute), HttpStreamIdleTimeout: durationpb.New(2 * time.Minute),
-				HttpMaxConcurrentStreams: wrapperspb.Int32(50), ListenerPerConnectionBufferLimitBytes: wrapperspb.Int32(1024),
-				HttpHeadersWithUnderscoresAction: meshconfig.ProxyConfig_ConnectionSettings_HEADERS_WITH_UNDERSCORES_DROP_HEADER}
-		}},
-	{name: "gateway-edge-settings", nodeID: "router~10.244.9.1~ingress-abc.istio-system~istio-system.svc.cluster.local", ns: "istio-system",
-		labels: map[string]any{"istio": "ingressgateway"}, routes: []string{"http.80"},
-		meta: map[string]any{"PROXY_CONFIG": map[string]any{"connectionSettings": map[string]any{"profile": "EDGE", "httpIdleTimeout": "1800s",
-			"httpMergeSlashes": false}}},
-		mesh: func(m *meshconfig.MeshConfig) {
-			m.DefaultConfig.ConnectionSettings = &meshconfig.ProxyConfig_ConnectionSettings{HttpDrainTimeout: durationpb.New(time.Second)}
-		}},
+		}
+		if c.Mesh != "" {
+			if _, _, err := mesh.ApplyMeshConfig(c.Mesh, mesh.DefaultMeshConfig()); err != nil {
+				panic(fmt.Sprintf("%s: case %s: mesh: %v", casesFile, c.Name, err))
+			}
+			text := c.Mesh
+			gc.mesh = func(m *meshconfig.MeshConfig) {
+				out, _, err := mesh.ApplyMeshConfig(text, m)
+				if err != nil {
+					panic(err)
+				}
+				proto.Reset(m)
+				proto.Merge(m, out)
+			}
+		}
+		out = append(out, gc)
+	}
+	return out
 }
 
-// Outbound TLS and TCP chains as Istio's tls.go and networkfilter.go build
-// them: see the case files.
-var outboundChainCases = []goldenCase{
-	// VirtualService tls routes on TLS and HTTPS ports.
-	{name: "sidecar-tls-routes", nodeID: "sidecar~10.1.0.40~client-abc.app~app.svc.cluster.local", ns: "app", labels: map[string]any{"app": "client"}},
-	// Mongo, Redis and MySQL filter stacks, the Redis and MySQL filters on.
-	{name: "sidecar-protocols", nodeID: "sidecar~10.1.0.41~client-abc.app~app.svc.cluster.local", ns: "app",
-		protocols: listener.ProtocolFilters{Redis: true, MySQL: true}},
-	// DestinationRule tunnels on TCP chains.
-	{name: "sidecar-tunnel", nodeID: "sidecar~10.1.0.42~client-abc.app~app.svc.cluster.local", ns: "app"},
-	// The proxy's IDLE_TIMEOUT; the proxy is web's endpoint, so inbound
-	// chains take it too.
-	{name: "sidecar-idle-timeout", nodeID: "sidecar~10.5.0.3~web-abc.app~app.svc.cluster.local", ns: "app",
-		meta: map[string]any{"IDLE_TIMEOUT": "45s"}},
+// casesIn are the golden cases of a group of the table.
+func casesIn(group string) []goldenCase {
+	var out []goldenCase
+	for _, gc := range goldenCases {
+		if gc.group == group {
+			out = append(out, gc)
+		}
+	}
+	return out
 }
-
-func init() { goldenCases = append(goldenCases, outboundChainCases...) }
 
 // serveFile serves the mesh of a test file with the sidecar generators,
 // which mod (when set) configures, from its first snapshot.

@@ -6,7 +6,6 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	meshconfig "istio.io/api/mesh/v1alpha1"
 
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
@@ -16,18 +15,7 @@ import (
 // Upstream TLS origination cases: DestinationRule SIMPLE and MUTUAL on a
 // sidecar (under the mesh's tlsDefaults) and on an egress gateway, which
 // reads a credentialName over SDS. See the case files.
-var upstreamTLSCases = []goldenCase{
-	{name: "sidecar-upstream-tls", nodeID: "sidecar~10.1.0.9~client-abc.app~app.svc.cluster.local", ns: "app",
-		labels: map[string]any{"app": "client"},
-		mesh: func(m *meshconfig.MeshConfig) {
-			m.TlsDefaults = &meshconfig.MeshConfig_TLSConfig{EcdhCurves: []string{"P-256", "P-384"},
-				CipherSuites: []string{"ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384"}}
-		}},
-	{name: "gateway-upstream-tls", nodeID: "router~10.244.9.2~egress-abc.istio-system~istio-system.svc.cluster.local", ns: "istio-system",
-		labels: map[string]any{"istio": "egressgateway"}, routes: []string{"http.80"}},
-}
-
-func init() { goldenCases = append(goldenCases, upstreamTLSCases...) }
+var upstreamTLSCases = casesIn("upstream-tls")
 
 // TestUpstreamTLSCasesValid runs Envoy's validation on every cluster and
 // listener of the upstream TLS cases.

@@ -48,7 +48,8 @@ func (g *SidecarGenerators) inboundTargets(push *model.PushContext, proxy *model
 		}
 		seen[port] = true
 		t := listener.InboundTarget{Port: port, Protocol: protocol.Parse(l.GetPort().GetProtocol()), ServicePort: port,
-			Bind: l.GetBind(), BindToPort: bindsToPort(l.GetCaptureMode(), proxy), Config: config}
+			Bind: l.GetBind(), BindToPort: bindsToPort(l.GetCaptureMode(), proxy), Config: config,
+			TraceHost: sc.Name + "." + sc.Namespace}
 		// a port the proxy cannot listen on keeps its cluster (as in
 		// Istio) but gets no chains
 		t.NoListener = !canBind(t.BindToPort, t.Bind, port, t.Protocol)
@@ -56,15 +57,17 @@ func (g *SidecarGenerators) inboundTargets(push *model.PushContext, proxy *model
 			binds := sidecarInboundBinds(proxy)
 			t.Bind, t.ExtraBinds = binds[0], binds[1:]
 		}
-		// the services behind the port, for telemetry; a Sidecar-named
-		// placeholder when none targets it
+		// the services behind the port, for its cluster; a Sidecar-named
+		// placeholder when none targets it (MeshExternal, as Istio's
+		// findOrCreateService makes it: its cluster has no telemetry
+		// metadata)
 		for _, st := range byServices {
 			if st.Port == port {
 				t.Services, t.ServicePort = st.Services, st.ServicePort
 			}
 		}
 		if len(t.Services) == 0 {
-			t.Services = []*model.Service{{Hostname: sc.Name + "." + sc.Namespace,
+			t.Services = []*model.Service{{Hostname: sc.Name + "." + sc.Namespace, MeshExternal: true,
 				Attributes: model.ServiceAttributes{Name: sc.Name, Namespace: sc.Namespace}}}
 		}
 		t.Endpoint, t.EndpointPort = ingressEndpoint(l.GetDefaultEndpoint(), proxy)

@@ -60,7 +60,9 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: "router|" + svc.Key() + "|" + mode.String() + sdsSocketsKey(proxy), patches: ps.Key()}
 		version := g.endpointsVersion(svc)
 		res.Append(g.cache.get(&g.slots, push, key, version, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
-		if coveredBy(svc.Hostname, auto) {
+		// every service of the scope once any server is AUTO_PASSTHROUGH
+		// (Istio's buildOutboundSniDnatClusters)
+		if len(auto) > 0 {
 			key.name = "sni-dnat|" + svc.Key() + "|" + mode.String()
 			res.Append(g.cache.get(&g.slots, push, key, version, func() xds.Generated {
 				opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), Endpoints: func(p *model.Port) []*model.IstioEndpoint {
@@ -171,17 +173,6 @@ func proxyConfig(push *model.PushContext, proxy *model.Proxy) *meshconfig.ProxyC
 		}
 	}
 	return push.Mesh.GetDefaultConfig()
-}
-
-// coveredBy tells whether a service host falls under one of the hosts of
-// the gateway's AUTO_PASSTHROUGH servers.
-func coveredBy(h string, hosts []string) bool {
-	for _, x := range hosts {
-		if model.HostSubsetOf(h, x) {
-			return true
-		}
-	}
-	return false
 }
 
 // referencedServices keeps the services a route of the gateway's

@@ -22,3 +22,8 @@ func Routes(g *SidecarGenerators, proxy *model.Proxy, push *model.PushContext, n
 	}
 	return g.routes(proxy, w, &model.PushRequest{Full: true, Push: push})
 }
+
+// WorkloadAddressGenerator is g's Address generator (benchmarks).
+func WorkloadAddressGenerator(g *WorkloadGenerators) func(*model.Proxy, *xds.WatchedResource, *model.PushRequest) (xds.Generated, error) {
+	return g.generateAddresses
+}

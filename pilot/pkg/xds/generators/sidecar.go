@@ -712,9 +712,11 @@ func lookupCluster(push *model.PushContext) authz.ClusterLookup {
 
 // inboundHTTPPolicy are the policy filters of the proxy's inbound HTTP
 // chains, in Istio's order: CUSTOM (ext_authz), the JWT filter of its
-// RequestAuthentications, then AUDIT, DENY and ALLOW RBAC.
+// RequestAuthentications, then AUDIT, DENY and ALLOW RBAC. A gateway's JWT
+// providers clear the route cache (Istio's authn plugin passes
+// clearRouteCache for every proxy but sidecars).
 func (g *SidecarGenerators) inboundHTTPPolicy(push *model.PushContext, proxy *model.Proxy) []*hcm.HttpFilter {
-	jwt := authn.JwtFilter(push.RequestAuthentications(proxy), authn.JWTOptions{Resolver: g.JWKS})
+	jwt := authn.JwtFilter(push.RequestAuthentications(proxy), authn.JWTOptions{Resolver: g.JWKS, ClearRouteCache: proxy.Type != model.SidecarProxy})
 	h := g.security(push).authz.BuildHTTP(push.AuthorizationPolicies(proxy))
 	logPolicyWarnings(proxy, h.Warnings)
 	return h.With(jwt)

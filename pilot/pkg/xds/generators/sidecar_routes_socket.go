@@ -63,8 +63,9 @@ func isHTTPProxy(l *model.EgressListener) bool {
 // port 0 (httproute.go BuildSidecarOutboundVirtualHosts): every HTTP or sniffed port
 // of every service of the listener gets a virtual host "<host>:<port>"
 // whose domains carry the port too (each name, then the name with
-// ":<port>"), a domain an earlier host took is left out, hosts are sorted
-// by name and the catch-all comes last.
+// ":<port>"; on ports other than 80 only the names with a colon), a
+// domain an earlier host took is left out, hosts are sorted by name and
+// the catch-all comes last.
 func portlessRoutes(name string, from *model.EgressListener, vsByHost map[string]*config.Config, opts route.Options) *routev3.RouteConfiguration {
 	empty := route.BuildRouteConfiguration(0, nil, opts)
 	rc := &routev3.RouteConfiguration{Name: name, ValidateClusters: empty.ValidateClusters,
@@ -84,8 +85,14 @@ func portlessRoutes(name string, from *model.EgressListener, vsByHost map[string
 				var domains []string
 				for _, d := range vh.Domains {
 					for _, dp := range []string{d, d + ":" + strconv.Itoa(p.Port)} {
-						if !taken[dp] {
-							taken[dp] = true
+						if taken[dp] {
+							continue
+						}
+						taken[dp] = true
+						// a port other than 80 keeps only the domains with
+						// a colon (Istio's mergeAllVirtualHosts): those
+						// with the port, and bracketed IPv6 addresses
+						if p.Port == 80 || strings.Contains(dp, ":") {
 							domains = append(domains, dp)
 						}
 					}

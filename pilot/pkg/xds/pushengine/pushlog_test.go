@@ -26,7 +26,7 @@ func TestPushEngineLogsEachChangeSet(t *testing.T) {
 
 	want := "push 1: 7 changes: VirtualService default/a, VirtualService default/b, VirtualService default/c, " +
 		"VirtualService default/d, VirtualService default/e (+2 more); pushed to 3 proxies (full, reasons config:1, 1 events in 100ms, took 30ms)"
-	if got := logs.Lines("INFO", "scope=push"); len(got) != 2 || !strings.Contains(got[0], want) ||
+	if got := logs.Lines("INFO", "\tpush\t"); len(got) != 2 || !strings.Contains(got[0], want) ||
 		!strings.Contains(got[1], "push 2: all configuration; pushed to 3 proxies (full, reasons global:1") {
 		t.Fatalf("INFO lines\n%s\nwant the first to hold\n%s", strings.Join(got, "\n"), want)
 	}

@@ -23,6 +23,7 @@ var aliasPrefixes = []struct{ prefix, alias string }{
 	{"sigs.k8s.io/gateway-api/apis/", "gateway"},
 	{"k8s.io/apiextensions-apiserver/pkg/apis/", "k8s"},
 	{"k8s.io/api/", "k8s"},
+	{"github.com/meshplane/istiod/pkg/", "own"},
 }
 
 func (im *imports) alias(path string) string {

@@ -6,6 +6,7 @@ import (
 	"github.com/meshplane/istiod/pkg/config/schema/collection"
 	"github.com/meshplane/istiod/pkg/config/schema/resource"
 	"github.com/meshplane/istiod/pkg/config/validation"
+	ownworkloadapi "github.com/meshplane/istiod/pkg/workloadapi"
 	istioextensionsv1alpha1 "istio.io/api/extensions/v1alpha1"
 	istiomeshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	istiometav1alpha1 "istio.io/api/meta/v1alpha1"
@@ -28,6 +29,21 @@ import (
 )
 
 var (
+	Address = resource.Builder{
+		Identifier:    "Address",
+		Group:         "",
+		Kind:          "Address",
+		Plural:        "addresses",
+		Version:       "v1alpha1",
+		Proto:         "istio.workload.Address",
+		ProtoPackage:  "github.com/meshplane/istiod/pkg/workloadapi",
+		ReflectType:   reflect.TypeFor[ownworkloadapi.Address](),
+		ClusterScoped: false,
+		Builtin:       false,
+		Synthetic:     true,
+		Validate:      validation.EmptyValidate,
+	}.MustBuild()
+
 	AuthorizationPolicy = resource.Builder{
 		Identifier:     "AuthorizationPolicy",
 		Group:          "security.istio.io",
@@ -738,6 +754,7 @@ var (
 
 	// All holds every kind.
 	All = collection.NewSchemasBuilder().
+		MustAdd(Address).
 		MustAdd(AuthorizationPolicy).
 		MustAdd(BackendTLSPolicy).
 		MustAdd(ConfigMap).

@@ -8,6 +8,7 @@ import (
 )
 
 var (
+	Address                        = config.GroupVersionKind{Group: "", Version: "v1alpha1", Kind: "Address"}
 	AuthorizationPolicy            = config.GroupVersionKind{Group: "security.istio.io", Version: "v1", Kind: "AuthorizationPolicy"}
 	AuthorizationPolicy_v1beta1    = config.GroupVersionKind{Group: "security.istio.io", Version: "v1beta1", Kind: "AuthorizationPolicy"}
 	BackendTLSPolicy               = config.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "BackendTLSPolicy"}
@@ -82,6 +83,8 @@ var (
 // ToKind maps a GVK (canonical or alias) to its kind.
 func ToKind(g config.GroupVersionKind) (kind.Kind, bool) {
 	switch g {
+	case Address:
+		return kind.Address, true
 	case AuthorizationPolicy, AuthorizationPolicy_v1beta1:
 		return kind.AuthorizationPolicy, true
 	case BackendTLSPolicy, BackendTLSPolicy_v1alpha3:
@@ -186,6 +189,8 @@ func MustToKind(g config.GroupVersionKind) kind.Kind {
 // FromKind returns the canonical GVK of a kind.
 func FromKind(k kind.Kind) (config.GroupVersionKind, bool) {
 	switch k {
+	case kind.Address:
+		return Address, true
 	case kind.AuthorizationPolicy:
 		return AuthorizationPolicy, true
 	case kind.BackendTLSPolicy:

@@ -8,6 +8,7 @@ import (
 )
 
 var (
+	Address                        = schema.GroupVersionResource{Group: "", Version: "v1alpha1", Resource: "addresses"}
 	AuthorizationPolicy            = schema.GroupVersionResource{Group: "security.istio.io", Version: "v1", Resource: "authorizationpolicies"}
 	AuthorizationPolicy_v1beta1    = schema.GroupVersionResource{Group: "security.istio.io", Version: "v1beta1", Resource: "authorizationpolicies"}
 	BackendTLSPolicy               = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "backendtlspolicies"}
@@ -82,6 +83,8 @@ var (
 // ToKind maps a GVR (canonical or alias) to its kind.
 func ToKind(g schema.GroupVersionResource) (kind.Kind, bool) {
 	switch g {
+	case Address:
+		return kind.Address, true
 	case AuthorizationPolicy, AuthorizationPolicy_v1beta1:
 		return kind.AuthorizationPolicy, true
 	case BackendTLSPolicy, BackendTLSPolicy_v1alpha3:

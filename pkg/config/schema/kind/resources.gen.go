@@ -6,7 +6,8 @@ package kind
 type Kind uint8
 
 const (
-	AuthorizationPolicy Kind = iota
+	Address Kind = iota
+	AuthorizationPolicy
 	BackendTLSPolicy
 	ConfigMap
 	CustomResourceDefinition
@@ -55,6 +56,8 @@ const (
 // String returns the identifier of the kind.
 func (k Kind) String() string {
 	switch k {
+	case Address:
+		return "Address"
 	case AuthorizationPolicy:
 		return "AuthorizationPolicy"
 	case BackendTLSPolicy:
@@ -150,6 +153,8 @@ func (k Kind) String() string {
 // FromString returns the kind with that identifier.
 func FromString(s string) (Kind, bool) {
 	switch s {
+	case "Address":
+		return Address, true
 	case "AuthorizationPolicy":
 		return AuthorizationPolicy, true
 	case "BackendTLSPolicy":
@@ -244,6 +249,7 @@ func FromString(s string) (Kind, bool) {
 
 // All lists every kind in identifier order.
 var All = []Kind{
+	Address,
 	AuthorizationPolicy,
 	BackendTLSPolicy,
 	ConfigMap,

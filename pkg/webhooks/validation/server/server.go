@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,9 +172,10 @@ func (wh *Webhook) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 		reportFailed(req, reasonCRDConversionError, dryRun)
 		return admission.Deny(fmt.Errorf("error decoding configuration: %v", err))
 	case err != nil:
-		scope.Infof("configuration is invalid: %v%s", err, suffix)
+		msg := invalidText(err)
+		scope.Infof("configuration is invalid: %s%s", msg, suffix)
 		reportFailed(req, reasonInvalidConfig, dryRun)
-		return admission.Deny(fmt.Errorf("configuration is invalid: %v", err))
+		return admission.Deny(fmt.Errorf("configuration is invalid: %s", msg))
 	}
 	if err := checkFields(req.Object.Raw, req.Kind.Kind, req.Namespace, obj.Metadata.Name); err != nil {
 		scope.Infof("%v%s", err, suffix)
@@ -182,6 +184,37 @@ func (wh *Webhook) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 	}
 	reportPassed(req)
 	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
+}
+
+// invalidText words the problems of an invalid object as Istio's webhook
+// does: one problem alone, several as the list hashicorp/go-multierror
+// prints ("2 errors occurred:\n\t* a\n\t* b\n\n").
+func invalidText(err error) string {
+	problems := flatten(err)
+	if len(problems) < 2 {
+		return err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d errors occurred:", len(problems))
+	for _, p := range problems {
+		b.WriteString("\n\t* ")
+		b.WriteString(p.Error())
+	}
+	b.WriteString("\n\n")
+	return b.String()
+}
+
+// flatten returns the single errors of a joined error, in order.
+func flatten(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }
 
 type groupVersion struct{ group, version string }

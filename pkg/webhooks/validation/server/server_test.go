@@ -22,8 +22,9 @@ import (
 	"github.com/meshplane/istiod/pkg/webhooks/admission"
 )
 
-// fakeValidate knows VirtualService: no spec.hosts is invalid, a spec that
-// is not an object does not decode, spec.warn is a warning.
+// fakeValidate knows VirtualService: no spec.hosts is invalid, and so is
+// spec.twice (a second problem), a spec that is not an object does not
+// decode, spec.warn is a warning.
 func fakeValidate(gvk config.GroupVersionKind, raw []byte) ([]string, error) {
 	if gvk.Group != "networking.istio.io" || gvk.Kind != "VirtualService" {
 		return nil, fmt.Errorf("%s: %w", gvk.Kind, ErrUnknownKind)
@@ -35,6 +36,7 @@ func fakeValidate(gvk config.GroupVersionKind, raw []byte) ([]string, error) {
 	var spec struct {
 		Hosts []string `json:"hosts"`
 		Warn  string   `json:"warn"`
+		Twice bool     `json:"twice"`
 	}
 	if err := json.Unmarshal(obj.Spec, &spec); err != nil {
 		return nil, &DecodeError{Err: fmt.Errorf("spec: %v", err)}
@@ -43,8 +45,12 @@ func fakeValidate(gvk config.GroupVersionKind, raw []byte) ([]string, error) {
 	if spec.Warn != "" {
 		warnings = append(warnings, "spec.warn: "+spec.Warn)
 	}
+	noHosts := errors.New("spec.hosts: virtual service must have at least one host")
+	if spec.Twice {
+		return warnings, errors.Join(noHosts, errors.New("spec.twice: not twice"))
+	}
 	if len(spec.Hosts) == 0 {
-		return warnings, errors.New("spec.hosts: virtual service must have at least one host")
+		return warnings, noHosts
 	}
 	return warnings, nil
 }
@@ -141,6 +147,9 @@ func TestAdmission(t *testing.T) {
 			message: "configuration is invalid: spec.hosts: virtual service must have at least one host"},
 		{name: "invalid update", ar: review(admissionv1.Update, vsObject(nil, `{}`)),
 			message: "configuration is invalid: spec.hosts: virtual service must have at least one host"},
+		// several problems are listed as Istio's webhook lists them (go-multierror)
+		{name: "two problems", ar: review(admissionv1.Create, vsObject(nil, `{"twice":true}`)),
+			message: "configuration is invalid: 2 errors occurred:\n\t* spec.hosts: virtual service must have at least one host\n\t* spec.twice: not twice\n\n"},
 		{name: "warnings", ar: review(admissionv1.Create, vsObject(nil, `{"hosts":["a"],"warn":"deprecated"}`)), allowed: true,
 			warnings: []string{"spec.warn: deprecated"}},
 		{name: "undecodable spec", ar: review(admissionv1.Create, vsObject(nil, `{"hosts":3}`)),

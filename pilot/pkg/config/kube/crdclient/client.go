@@ -39,6 +39,9 @@ type Options struct {
 	SyncLogInterval time.Duration
 	// Problems receives the objects that fail validation (may be nil).
 	Problems *diag.Board
+	// LastGood locates the record that shares kept versions between
+	// replicas (see lastgood.go); empty: kept in memory only.
+	LastGood LastGoodOptions
 }
 
 // NamespaceFilter is the discovery namespace filter.
@@ -58,6 +61,8 @@ type Client struct {
 	order  collection.Schemas
 	crds   *crdWatcher
 	stop   chan struct{}
+	// lastGood is the shared record of kept versions (nil: none)
+	lastGood *lastGood
 }
 
 var _ model.ConfigStoreController = (*Client)(nil)
@@ -81,8 +86,10 @@ type kindState struct {
 	informer cache.SharedIndexInformer // nil while the CRD is absent
 	synced   bool
 	// rejected holds, by key, the reason an object's current version is
-	// refused (it is logged once per object and reason)
-	rejected map[string]string
+	// refused (it is logged once per object and reason), rejectedUID the
+	// UID of that object
+	rejected    map[string]string
+	rejectedUID map[string]string
 
 	// hooks for internal tests (nil otherwise): refilterListed runs
 	// between the refilter's list and its reset; eventWaits runs when a
@@ -113,10 +120,11 @@ func New(client kube.Client, schemas collection.Schemas, opts Options) (*Client,
 		}
 		c := krt.NewStaticCollection[config.Config](nil, kopts...)
 		cl.kinds[s.GroupVersionKind()] = &kindState{cl: cl, schema: s, collection: c, rejected: map[string]string{},
-			served: make(chan struct{})}
+			rejectedUID: map[string]string{}, served: make(chan struct{})}
 		cl.Add(s.GroupVersionKind(), c)
 	}
 	cl.order = b.Build()
+	cl.lastGood = newLastGood(cl, opts.LastGood)
 	cl.crds = newCRDWatcher(client)
 	for _, s := range cl.order.All() {
 		if !s.IsBuiltin() {
@@ -152,6 +160,9 @@ func (cl *Client) Run(stop <-chan struct{}) {
 	defer close(cl.stop)
 	t0 := time.Now()
 	scope.Infof("Starting Pilot K8S CRD controller")
+	if cl.lastGood != nil {
+		cl.lastGood.start(stop) // read before any kind is listed
+	}
 	for _, k := range cl.kinds {
 		if k.schema.IsBuiltin() {
 			k.start(stop)
@@ -298,6 +309,7 @@ func (k *kindState) upsert(o any, event string) {
 		return
 	}
 	if !k.validate(cfg) {
+		k.serveRecorded(objectKey(mo), cfg.UID)
 		return
 	}
 	k.collection.Set(cfg)
@@ -350,6 +362,8 @@ func (k *kindState) refilter() {
 		}
 		if k.validate(cfg) {
 			out = append(out, cfg)
+		} else if rec, ok := k.cl.lastGood.lookup(k.schema.GroupVersionKind(), configKey(cfg), cfg.UID); ok {
+			out = append(out, rec) // the version the record keeps
 		} else if prev := k.collection.GetKey(configKey(cfg)); prev != nil {
 			out = append(out, *prev) // the last good version keeps serving
 		}

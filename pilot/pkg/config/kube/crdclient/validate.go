@@ -30,8 +30,9 @@ func (k *kindState) validate(cfg config.Config) bool {
 			problems = append(problems, diag.Problem{Severity: diag.Error, Object: subject, Message: msg})
 		}
 		k.mu.Lock()
-		first := k.rejected[key] != msg
+		first := k.rejected[key] != msg || k.rejectedUID[key] != cfg.UID
 		k.rejected[key] = msg
+		k.rejectedUID[key] = cfg.UID
 		serving := k.collection.GetKey(key) != nil
 		k.mu.Unlock()
 		if first {
@@ -42,10 +43,18 @@ func (k *kindState) validate(cfg config.Config) bool {
 				scope.Warnf("%s: %s (not served)", subject, msg)
 			}
 		}
+		if first {
+			k.cl.lastGood.changed()
+		}
 	} else {
 		k.mu.Lock()
+		_, was := k.rejected[key]
 		delete(k.rejected, key)
+		delete(k.rejectedUID, key)
 		k.mu.Unlock()
+		if was {
+			k.cl.lastGood.changed()
+		}
 	}
 	k.report(subject, problems)
 	return err == nil
@@ -54,8 +63,13 @@ func (k *kindState) validate(cfg config.Config) bool {
 // forget clears an object's problems (it was deleted or left the scope).
 func (k *kindState) forget(key string) {
 	k.mu.Lock()
+	_, was := k.rejected[key]
 	delete(k.rejected, key)
+	delete(k.rejectedUID, key)
 	k.mu.Unlock()
+	if was {
+		k.cl.lastGood.changed()
+	}
 	k.report(k.schema.Kind()+" "+key, nil)
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/meshplane/istiod/pilot/pkg/xds/debug"
 )
 
-func TestAuthorizationz(t *testing.T) {
+func TestPolicyz(t *testing.T) {
 	type report struct {
 		Proxy string `json:"proxy"`
 	}
@@ -34,7 +34,7 @@ func TestAuthorizationz(t *testing.T) {
 		},
 		SystemNamespace: "istio-system",
 	})
-	d.AddAuthorizationz(src)
+	d.AddPolicyz(src)
 	d.Install(mux)
 	get := func(remote, token, path string) (int, string) {
 		req := httptest.NewRequest("GET", path, nil)
@@ -46,7 +46,7 @@ func TestAuthorizationz(t *testing.T) {
 		mux.ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
-	code, body := get("127.0.0.1:1", "", "/debug/authorizationz?proxyID=app-1.default")
+	code, body := get("127.0.0.1:1", "", "/debug/policyz?proxyID=app-1.default")
 	var got report
 	if code != 200 || json.Unmarshal([]byte(body), &got) != nil || got.Proxy != "app-1.default" {
 		t.Errorf("connected proxy: %d %s", code, body)
@@ -55,28 +55,28 @@ func TestAuthorizationz(t *testing.T) {
 		remote, token, path string
 		want                int
 	}{
-		{"127.0.0.1:1", "", "/debug/authorizationz", http.StatusBadRequest},
-		{"127.0.0.1:1", "", "/debug/authorizationz?proxyID=nobody.default", http.StatusNotFound},
-		{"127.0.0.1:1", "", "/debug/authorizationz?proxyID=early.default", http.StatusServiceUnavailable},
-		{"10.1.2.3:5", "istio-system", "/debug/authorizationz?proxyID=app-1.default", 200},
+		{"127.0.0.1:1", "", "/debug/policyz", http.StatusBadRequest},
+		{"127.0.0.1:1", "", "/debug/policyz?proxyID=nobody.default", http.StatusNotFound},
+		{"127.0.0.1:1", "", "/debug/policyz?proxyID=early.default", http.StatusServiceUnavailable},
+		{"10.1.2.3:5", "istio-system", "/debug/policyz?proxyID=app-1.default", 200},
 		// root-namespace policies are not the caller's to read
-		{"10.1.2.3:5", "default", "/debug/authorizationz?proxyID=app-1.default", http.StatusForbidden},
-		{"10.1.2.3:5", "", "/debug/authorizationz?proxyID=app-1.default", http.StatusUnauthorized},
+		{"10.1.2.3:5", "default", "/debug/policyz?proxyID=app-1.default", http.StatusForbidden},
+		{"10.1.2.3:5", "", "/debug/policyz?proxyID=app-1.default", http.StatusUnauthorized},
 	} {
 		if code, body := get(c.remote, c.token, c.path); code != c.want {
 			t.Errorf("%s %s as %q: %d, want %d (%s)", c.remote, c.path, c.token, code, c.want, body)
 		}
 	}
-	if _, body := get("127.0.0.1:1", "", "/debug/list"); !strings.Contains(body, "/debug/authorizationz") {
-		t.Errorf("/debug/list lacks authorizationz: %s", body)
+	if _, body := get("127.0.0.1:1", "", "/debug/list"); !strings.Contains(body, `"policyz"`) {
+		t.Errorf("/debug/list lacks policyz: %s", body)
 	}
 
 	// without a source the endpoint is not served
 	mux = http.NewServeMux()
 	d = debug.New(debug.Options{})
-	d.AddAuthorizationz(nil)
+	d.AddPolicyz(nil)
 	d.Install(mux)
-	req := httptest.NewRequest("GET", "/debug/authorizationz?proxyID=app-1.default", nil)
+	req := httptest.NewRequest("GET", "/debug/policyz?proxyID=app-1.default", nil)
 	req.RemoteAddr = "127.0.0.1:1"
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, req)

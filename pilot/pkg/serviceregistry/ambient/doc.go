@@ -1,0 +1,53 @@
+// Package ambient is the ambient index: from Pods, Services, Namespaces,
+// Nodes, EndpointSlices, ServiceEntries, WorkloadEntries, Gateways and the
+// security policies it builds the workload API resources Istio's istiod
+// sends ztunnel (istio.workload.Address, istio.security.Authorization),
+// as krt collections the xDS generators serve.
+//
+// # Flow
+//
+// Every stage is a krt transform of one object and what it fetched (see
+// pkg/kube/krt for the rules):
+//
+//   - waypoints: Gateway (with status addresses, its pods' service
+//     accounts, its class) → waypoint;
+//   - policies: AuthorizationPolicy → workloadPolicy (the L4 policy ztunnel
+//     enforces, its selector; nil Authorization for policies ztunnel
+//     refuses);
+//   - services: Service, ServiceEntry host → typedService; then one
+//     serviceInfo per namespace/hostname (a Service wins over ServiceEntries,
+//     else the oldest; one is canonical);
+//   - workloads, one collection per source: Pod, WorkloadEntry, ServiceEntry
+//     endpoint (or host, for DNS entries without endpoints), EndpointSlice
+//     endpoint naming no pod → Address;
+//   - authorizations: workloadPolicy, port-level PeerAuthentication, and the
+//     static STRICT policy (present while any PeerAuthentication exists)
+//     → Authorization.
+//
+// Addresses joins the workloads with the services; Authorizations joins the
+// three policy sources.
+//
+// # Istio's behaviour kept on purpose
+//
+//   - Enrolment (istio.io/dataplane-mode) is not read: every pod with an IP
+//     is a workload, HBONE comes only from istio-cni's
+//     ambient.istio.io/redirection annotation (or the
+//     networking.istio.io/tunnel label), and policies apply either way.
+//   - A workload without labels lists every selector policy of its
+//     namespace and the root namespace (Istio's krt skips an empty label
+//     filter); the reference shows it on a DNS ServiceEntry's workload.
+//   - A pod keeps a service while that service's EndpointSlice names it,
+//     even when the selector no longer matches.
+//   - The cluster's network is the system namespace's
+//     topology.istio.io/network label (Options.Network when it has none).
+//
+// # Not built (yet)
+//
+// Network-gateway workloads (multi-network), canary waypoints
+// (weighted_waypoints), ServiceEntry visibility from the mesh config (all
+// PUBLIC), PILOT_AUTO_ALLOW_WAYPOINT_POLICY (off in Istio too), dry-run
+// policies (off in Istio by default), and the status writers
+// (ZtunnelAccepted/WaypointAccepted; the messages are kept on
+// workloadPolicy). Inputs are expected filtered by discoverySelectors and
+// revision by the caller.
+package ambient
