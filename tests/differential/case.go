@@ -203,31 +203,8 @@ func (f *Fixture) Run(t *testing.T, c Case) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.configure(planeConfig{mesh: c.Mesh, env: strings.Join(c.Env, "\n")}); err != nil {
-		t.Fatalf("restarting the control planes for the case's mesh config and environment: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), caseTimeout+30*time.Second)
-	defer cancel()
-	worlds := []*world{newWorld(f.plane(Ours)), newWorld(f.plane(Istio))}
-	// before the lock is released (deferred earlier, run later), also
-	// when the case ends with t.Fatal: the next case starts clean
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for _, w := range worlds {
-			if err := w.cleanup(ctx); err != nil {
-				t.Errorf("%s: cleaning up: %v", w.p.flavor, err)
-			}
-		}
-	}()
-	for _, w := range worlds {
-		if err := w.apply(ctx, objs, !c.NoAutoEndpoints); err != nil {
-			t.Fatalf("%s: %v", w.p.flavor, err)
-		}
-		if err := w.apply(ctx, sentinel, false); err != nil {
-			t.Fatalf("%s: sentinel: %v", w.p.flavor, err)
-		}
-	}
+	ctx, done := f.prepare(t, planeConfig{mesh: c.Mesh, env: strings.Join(c.Env, "\n")}, objs, sentinel, !c.NoAutoEndpoints)
+	defer done()
 	res := f.converge(ctx, proxy, probe, host, c.Allowed)
 	dump(t, c.Name, res.last)
 	for _, d := range res.allowed {
@@ -443,4 +420,40 @@ func dump(t *testing.T, name string, snaps [2]map[string]map[string]any) {
 		}
 	}
 	t.Logf("snapshots written to %s", filepath.Join(dir, sentinelHost(name)))
+}
+
+// prepare restarts both control planes with cfg when it differs from how
+// they run, and applies objs (with the EndpointSlices a controller would
+// write, when autoEndpoints) and the sentinel to both worlds. It returns
+// the case's context and what to defer: what the case created is deleted
+// and its namespaces swept, also when the case ends with t.Fatal, so the
+// next case starts clean.
+func (f *Fixture) prepare(t *testing.T, cfg planeConfig, objs, sentinel []*unstructured.Unstructured, autoEndpoints bool) (context.Context, func()) {
+	t.Helper()
+	if err := f.configure(cfg); err != nil {
+		t.Fatalf("restarting the control planes for the mesh config and environment: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), caseTimeout+30*time.Second)
+	worlds := []*world{newWorld(f.plane(Ours)), newWorld(f.plane(Istio))}
+	done := func() {
+		defer cancel()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, w := range worlds {
+			if err := w.cleanup(ctx); err != nil {
+				t.Errorf("%s: cleaning up: %v", w.p.flavor, err)
+			}
+		}
+	}
+	for _, w := range worlds {
+		if err := w.apply(ctx, objs, autoEndpoints); err != nil {
+			done()
+			t.Fatalf("%s: %v", w.p.flavor, err)
+		}
+		if err := w.apply(ctx, sentinel, false); err != nil {
+			done()
+			t.Fatalf("%s: sentinel: %v", w.p.flavor, err)
+		}
+	}
+	return ctx, done
 }

@@ -53,29 +53,8 @@ func (f *Fixture) Hold(t *testing.T, name, objects string, p Proxy, fn func(h *H
 	}
 	// the control planes as the fixture starts them (a case before may
 	// have restarted them with a mesh config or environment of its own)
-	if err := f.configure(planeConfig{}); err != nil {
-		t.Fatalf("restarting the control planes with the default configuration: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), caseTimeout+30*time.Second)
-	defer cancel()
-	worlds := []*world{newWorld(f.plane(Ours)), newWorld(f.plane(Istio))}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for _, w := range worlds {
-			if err := w.cleanup(ctx); err != nil {
-				t.Errorf("%s: cleaning up: %v", w.p.flavor, err)
-			}
-		}
-	}()
-	for _, w := range worlds {
-		if err := w.apply(ctx, objs, true); err != nil {
-			t.Fatalf("%s: %v", w.p.flavor, err)
-		}
-		if err := w.apply(ctx, sentinel, false); err != nil {
-			t.Fatalf("%s: sentinel: %v", w.p.flavor, err)
-		}
-	}
+	ctx, done := f.prepare(t, planeConfig{}, objs, sentinel, true)
+	defer done()
 	h := &Held{Proxy: proxy, planes: [2]*plane{f.plane(Ours), f.plane(Istio)}}
 	var wg sync.WaitGroup
 	var errs [2]error

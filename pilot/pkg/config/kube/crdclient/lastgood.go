@@ -3,6 +3,8 @@ package crdclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"sort"
 	"strings"
@@ -207,11 +209,11 @@ func (lg *lastGood) decode(v string) (config.Config, error) {
 		return config.Config{}, err
 	}
 	if e.Object == nil {
-		return config.Config{}, errString("no object")
+		return config.Config{}, errors.New("no object")
 	}
 	k, ok := lg.cl.kinds[e.Object.GroupVersionKind()]
 	if !ok {
-		return config.Config{}, errString("kind " + e.Object.GroupVersionKind().String() + " is not watched")
+		return config.Config{}, fmt.Errorf("kind %s is not watched", e.Object.GroupVersionKind())
 	}
 	cfg, err := crd.ConvertObject(k.schema, e.Object, lg.cl.opts.DomainSuffix)
 	if err != nil {
@@ -223,10 +225,6 @@ func (lg *lastGood) decode(v string) (config.Config, error) {
 	}
 	return *cfg, nil
 }
-
-type errString string
-
-func (e errString) Error() string { return string(e) }
 
 // applyRecord serves the record's version of each object of the kind that
 // is rejected now and has one.

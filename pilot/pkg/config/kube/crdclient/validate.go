@@ -33,8 +33,9 @@ func (k *kindState) validate(cfg config.Config) bool {
 		first := k.rejected[key] != msg || k.rejectedUID[key] != cfg.UID
 		k.rejected[key] = msg
 		k.rejectedUID[key] = cfg.UID
-		serving := k.collection.GetKey(key) != nil
 		k.mu.Unlock()
+		_, recorded := k.cl.lastGood.lookup(k.schema.GroupVersionKind(), key, cfg.UID)
+		serving := recorded || k.collection.GetKey(key) != nil
 		if first {
 			monitoring.RejectedConfigs.WithLabelValues(problemSource, "invalid").Inc()
 			if serving {
