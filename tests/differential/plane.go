@@ -41,6 +41,8 @@ type plane struct {
 	dir     string
 
 	http, grpc string
+	// monitoring serves /metrics
+	monitoring string
 
 	cmd     *exec.Cmd
 	logPath string
@@ -105,7 +107,7 @@ func startPlane(fl Flavor, bin string, env *kube.Env, meshFile, dir string, extr
 		logf.Close()
 		return nil, err
 	}
-	p := &plane{flavor: fl, kube: env, dynamic: dyn, dir: dir, http: httpAddr, grpc: grpcAddr, logPath: logPath, exited: make(chan struct{})}
+	p := &plane{flavor: fl, kube: env, dynamic: dyn, dir: dir, http: httpAddr, grpc: grpcAddr, monitoring: monitoring, logPath: logPath, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Env = procEnv

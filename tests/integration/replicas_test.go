@@ -54,9 +54,12 @@ func TestReplicasAgreeWhateverTheirHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// the sidecar sees its namespace only: what other tests left in the
-	// shared API server is not this test's (see the issue 28 note of stop
-	// 31 for what a sidecar that watched fewer routes found)
+	// the sidecar sees its namespace only: the services other tests create
+	// and delete in the shared API server would push it all along. (They
+	// once made this test fail: a fetch that asked each type once returned
+	// listeners naming routes a push had added between its requests;
+	// adsc.Fetch now asks again until its subscriptions are complete, see
+	// TestFetchCompleteDuringPushes.)
 	sc := &clientnetworking.Sidecar{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns},
 		Spec: networking.Sidecar{Egress: []*networking.IstioEgressListener{{Hosts: []string{"./*"}}}}}
 	if _, err := env.Istio.NetworkingV1().Sidecars(ns).Create(ctx, sc, metav1.CreateOptions{}); err != nil {

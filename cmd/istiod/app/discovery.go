@@ -135,6 +135,9 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 	if err := securityFromEnv(&a.Security); err != nil {
 		return err
 	}
+	if err := bootstrap.MulticlusterFromEnv(os.Getenv, &a.Multicluster); err != nil {
+		return err
+	}
 	if err := bootstrap.AutoRegistrationFromEnv(os.Getenv, &a.AutoRegistration); err != nil {
 		return err
 	}
@@ -180,6 +183,7 @@ func securityFromEnv(o *bootstrap.SecurityOptions) error {
 	if v := os.Getenv("ROOT_CA_DIR"); v != "" {
 		o.PluggedCertDir = v
 	}
+	o.TrustedNodeAccounts = os.Getenv("CA_TRUSTED_NODE_ACCOUNTS")
 	for _, d := range []struct {
 		env string
 		dst *time.Duration

@@ -95,12 +95,15 @@ func (c *Controller) periodicCleanup(stop <-chan struct{}) {
 	}
 }
 
-// startupCleanup, once the store has synced, marks disconnected now the
-// entries the annotations say this replica controls but no stream of it
-// does: a previous run of this replica (same pod name) left them
-// connected when it stopped. They are then cleaned up after the grace
-// period unless their proxy reconnects, here or elsewhere. Istio leaves
-// them to the periodic sweep (1.5 × the maximum connection age later).
+// startupCleanup, once the store has synced, takes up the entries the
+// annotations say this replica controls but no stream of it does: a
+// previous run of this replica (same pod name) left them when it stopped.
+// One still marked connected (the run ended before it could write the
+// disconnection) is marked disconnected now; one marked disconnected has
+// lost the timer of its grace period with that run. Either is cleaned up
+// once its grace period has passed unless its proxy reconnects, here or
+// elsewhere. Istio leaves both to the periodic sweep (ten grace periods,
+// and 1.5 × the maximum connection age for a connected one).
 func (c *Controller) startupCleanup(stop <-chan struct{}) {
 	for c.opts.Synced != nil && !c.opts.Synced() {
 		select {
@@ -111,7 +114,7 @@ func (c *Controller) startupCleanup(stop <-chan struct{}) {
 	}
 	now := c.clk.Now()
 	for _, e := range c.store.List(gvk.WorkloadEntry, "") {
-		if e.Annotations[controllerAnnotation] != c.opts.InstanceID || e.Annotations[connectedAnnotation] == "" {
+		if e.Annotations[controllerAnnotation] != c.opts.InstanceID {
 			continue
 		}
 		if !isAutoRegistered(&e) && !isHealthChecked(&e) {
@@ -120,9 +123,17 @@ func (c *Controller) startupCleanup(stop <-chan struct{}) {
 		if c.controls(e.Namespace, e.Name) {
 			continue
 		}
+		if e.Annotations[connectedAnnotation] == "" {
+			if at, ok := annotationTime(&e, disconnectedAnnotation); ok {
+				log.Infof("WorkloadEntry %s/%s was disconnected from this replica before it started: cleaning it up after its grace period",
+					e.Namespace, e.Name)
+				c.cleanupAfter(max(0, c.opts.GracePeriod-now.Sub(at)), e.Namespace, e.Name)
+			}
+			continue
+		}
 		at, _ := annotationTime(&e, connectedAnnotation)
 		d := disconnection{entry: e.Name, namespace: e.Namespace, autoCreated: isAutoRegistered(&e), connectedAt: at, disconnectedAt: now}
 		log.Infof("WorkloadEntry %s/%s was connected to this replica before it started: marking it disconnected", e.Namespace, e.Name)
-		c.work.add(&task{what: "disconnect " + e.Namespace + "/" + e.Name, run: func() error { return c.unregister(d) }})
+		c.queueDisconnect(d)
 	}
 }

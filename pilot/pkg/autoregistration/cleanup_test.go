@@ -47,6 +47,29 @@ func TestStartupCleanup(t *testing.T) {
 	}
 }
 
+// A replica that restarts (same instance ID) also takes up the entries it
+// had marked disconnected: their grace-period timers died with its
+// previous run. Each is deleted once its own grace period has passed
+// (from its disconnectedAt), not at the periodic sweep; the other
+// replica's stay.
+func TestStartupCleanupOfDisconnectedEntries(t *testing.T) {
+	f := newFixture(t,
+		autoEntry("ns", "recent", map[string]string{"istio.io/workloadController": "istiod-a", "istio.io/disconnectedAt": ts(start.Add(-time.Second))}),
+		autoEntry("ns", "long-ago", map[string]string{"istio.io/workloadController": "istiod-a", "istio.io/disconnectedAt": ts(start.Add(-2 * grace))}),
+		autoEntry("ns", "theirs", map[string]string{"istio.io/workloadController": "istiod-b", "istio.io/disconnectedAt": ts(start.Add(-time.Second))}))
+	f.controller("istiod-a")
+	f.waitEntry("ns", "long-ago", "deleted at once", gone)
+	f.waitTimers(f.timers + 1) // the recent one's remaining grace period
+	if f.entry("ns", "recent") == nil {
+		t.Fatal("recent deleted before its grace period passed")
+	}
+	f.clk.Advance(grace - time.Second)
+	f.waitEntry("ns", "recent", "deleted after its grace period", gone)
+	if f.entry("ns", "theirs") == nil {
+		t.Fatal("the other replica's entry deleted")
+	}
+}
+
 // The periodic sweep (every ten grace periods) deletes entries
 // disconnected for longer than the grace period, and entries still marked
 // connected 1.5 × the maximum connection age after their connection (their

@@ -83,6 +83,9 @@ type Controller struct {
 	// refused are the subjects of the problems reported for refused
 	// registrations
 	refused map[string]struct{}
+	// pending are the disconnections queued and not yet written, by
+	// namespace/entry (see finish)
+	pending map[string]disconnection
 }
 
 // streamInfo is what the controller keeps of an accepted stream.
@@ -136,19 +139,22 @@ func New(store model.ConfigStore, opts Options) *Controller {
 		streams:      map[string]*streamInfo{},
 		byProxy:      map[proxyKey]map[string]struct{}{},
 		refused:      map[string]struct{}{},
+		pending:      map[string]disconnection{},
 	}
 }
 
 // Run works until stop closes: the queues, the periodic sweep, and once
 // the store has synced the sweep of the entries this replica controlled
-// before it started.
+// before it started, and the watch of WorkloadGroups (watchGroups). When
+// stop closes, it writes the disconnection of
+// the entries it still controls before it returns (see finish).
 func (c *Controller) Run(stop <-chan struct{}) {
 	if c == nil {
 		return
 	}
 	c.stop = stop
 	var wg sync.WaitGroup
-	for _, f := range []func(<-chan struct{}){c.work.run, c.cleanup.run, c.periodicCleanup, c.startupCleanup} {
+	for _, f := range []func(<-chan struct{}){c.work.run, c.cleanup.run, c.periodicCleanup, c.startupCleanup, c.watchGroups} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -156,6 +162,7 @@ func (c *Controller) Run(stop <-chan struct{}) {
 		}()
 	}
 	wg.Wait()
+	c.finish()
 }
 
 // OnConnect registers or takes over the proxy's WorkloadEntry, when it
@@ -243,10 +250,15 @@ func (c *Controller) register(s *streamInfo) error {
 		return err
 	}
 	setConnected(&entry, c.opts.InstanceID, s.connectedAt)
+	// Istio leaves the entry to the API server, and relays its refusal;
+	// an entry the API server accepts and our store would refuse to read
+	// would be left behind, never cleaned up, so it is refused here (the
+	// group validated: the fields at fault are the proxy's)
 	if _, err := validation.ValidateWorkloadEntry(entry); err != nil {
 		errorsTotal.Inc()
-		return fmt.Errorf("auto-registration WorkloadEntry of %v failed: error creating WorkloadEntry: WorkloadGroup %s/%s template: %v",
-			p.ID, ns, group.Name, err)
+		return fmt.Errorf("auto-registration WorkloadEntry of %v failed: error creating WorkloadEntry: "+
+			"WorkloadEntry %s/%s made of WorkloadGroup %s/%s and the proxy's metadata is invalid: %v",
+			p.ID, ns, s.entry, ns, group.Name, err)
 	}
 	if _, err := c.store.Create(entry); err != nil {
 		errorsTotal.Inc()
@@ -273,7 +285,7 @@ func (c *Controller) OnDisconnect(s model.ProxyStream) {
 	}
 	item := disconnection{entry: info.entry, namespace: info.proxy.Metadata.Namespace, autoCreated: info.autoCreated,
 		connectedAt: info.connectedAt, disconnectedAt: c.clk.Now()}
-	c.work.add(&task{what: "disconnect " + item.namespace + "/" + item.entry, run: func() error { return c.unregister(item) }})
+	c.queueDisconnect(item)
 }
 
 // track records an accepted stream.

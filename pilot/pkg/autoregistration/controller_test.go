@@ -140,7 +140,8 @@ func TestRefusals(t *testing.T) {
 			p := vm("ns", "vms", "10.2.0.5", "vm-sa")
 			p.Metadata.Labels = map[string]string{"bad key!": "x"}
 			return p
-		}, codes.Unknown, "auto-registration WorkloadEntry of vm-10.2.0.5.ns failed: error creating WorkloadEntry: WorkloadGroup ns/vms template:", "WorkloadGroup ns/vms"},
+		}, codes.Unknown, "auto-registration WorkloadEntry of vm-10.2.0.5.ns failed: error creating WorkloadEntry: " +
+			"WorkloadEntry ns/vms-10.2.0.5 made of WorkloadGroup ns/vms and the proxy's metadata is invalid:", "WorkloadGroup ns/vms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.proxy()

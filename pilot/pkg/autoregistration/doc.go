@@ -13,8 +13,13 @@
 // deleted (an auto-registered one) or stripped of its Healthy condition (a
 // health-checked one) once the grace period has passed without a
 // reconnection; deletions are rate-limited, and a periodic sweep removes
-// what a replica that went away left behind. Health reports of the agent's
-// readiness probe become the entry's Healthy condition.
+// what a replica that went away left behind. A replica that stops marks
+// the entries of the streams it still holds disconnected before it exits,
+// and one that starts again under the same name takes up the grace period
+// of the entries its previous run controlled (shutdown.go, cleanup.go). A
+// WorkloadGroup created again gets the entries of its connected proxies
+// back (late.go). Health reports of the agent's readiness probe become
+// the entry's Healthy condition.
 //
 // The Controller is the xDS server's ConnectionObserver: its OnConnect
 // runs on the stream's goroutine and may refuse the stream; everything

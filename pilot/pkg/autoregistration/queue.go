@@ -13,6 +13,8 @@ type task struct {
 	run  func() error
 	// attempts made so far
 	attempts int
+	// dropped, when set, is called when the queue gives the task up
+	dropped func()
 }
 
 // queue runs tasks one at a time, in order, on the goroutine of Run. A
@@ -113,6 +115,9 @@ func (q *queue) do(t *task) {
 	t.attempts++
 	if t.attempts >= q.maxRetries {
 		log.Warnf("%s: %s: giving up after %d attempts: %v", q.name, t.what, t.attempts, err)
+		if t.dropped != nil {
+			t.dropped()
+		}
 		return
 	}
 	log.Debugf("%s: %s: attempt %d failed: %v", q.name, t.what, t.attempts, err)

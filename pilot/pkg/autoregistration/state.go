@@ -63,14 +63,25 @@ func (c *Controller) unregister(d disconnection) error {
 	if d.autoCreated {
 		unregisterTotal.Inc()
 	}
-	c.work.addAfter(c.opts.GracePeriod, &task{what: "clean up " + d.namespace + "/" + d.entry, run: func() error {
-		e := c.store.Get(gvk.WorkloadEntry, d.entry, d.namespace)
+	c.cleanupAfter(c.opts.GracePeriod, d.namespace, d.entry)
+	return nil
+}
+
+// cleanupAfter checks, once d has passed, whether the entry is still to be
+// cleaned up (nobody reconnected it), and queues its cleanup if so.
+func (c *Controller) cleanupAfter(d time.Duration, namespace, entry string) {
+	t := &task{what: "clean up " + namespace + "/" + entry, run: func() error {
+		e := c.store.Get(gvk.WorkloadEntry, entry, namespace)
 		if e != nil && c.shouldCleanup(*e) {
 			c.queueCleanup(*e, false)
 		}
 		return nil
-	}})
-	return nil
+	}}
+	if d <= 0 {
+		c.work.add(t)
+		return
+	}
+	c.work.addAfter(d, t)
 }
 
 func (c *Controller) markDisconnected(d disconnection) (bool, error) {

@@ -13,7 +13,7 @@ import (
 // initAmbient serves ztunnel the workload API when PILOT_ENABLE_AMBIENT is
 // on: the ambient index over the Kubernetes registry's informers and the
 // config store, its generators on the discovery server, and a push to the
-// ztunnels (only them) on every change of an address or an authorization.
+// ztunnels and waypoints on every change of an address or an authorization.
 // Without it a ztunnel is refused, as Istio refuses it.
 func (s *Server) initAmbient(d *discovery) {
 	if !s.args.EnableAmbient {
@@ -39,12 +39,19 @@ func (s *Server) initAmbient(d *discovery) {
 		GatewayClasses:        s.store.Collection(gvk.GatewayClass),
 		MeshConfig:            mesh,
 	}
-	idx := ambient.New(in, ambient.Options{
+	opts := ambient.Options{
 		ClusterID: s.args.ClusterID, DomainSuffix: s.args.Domain, TrustDomain: s.mesh.Mesh().GetTrustDomain(),
 		SystemNamespace: s.args.Namespace, Krt: s.krtDebug, Stop: s.internalStop,
-	})
+	}
+	if s.nsFilter != nil {
+		opts.Namespaces = s.nsFilter // discoverySelectors, as for the Kubernetes registry
+	}
+	idx := ambient.New(in, opts)
 	s.ambient = idx
+	s.initAmbientStatus(idx)
 	(&generators.WorkloadGenerators{Source: idx}).Register(d.server)
+	// waypoint proxies get the waypoint's configuration, not a sidecar's
+	(&generators.WaypointGenerators{Source: idx, Endpoints: s.services.index, JWKS: d.jwks}).Register(d.server)
 	push := func(names []string) {
 		keys := make(map[model.ConfigKey]struct{}, len(names))
 		for _, n := range names {

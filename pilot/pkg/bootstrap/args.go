@@ -115,6 +115,9 @@ type PilotArgs struct {
 	// AutoRegistration configures the WorkloadEntries of VMs
 	// (autoregistration.go).
 	AutoRegistration AutoRegistrationOptions
+	// Multicluster configures the remote clusters of remote secrets
+	// (MulticlusterFromEnv).
+	Multicluster MulticlusterOptions
 }
 
 // SecurityOptions configure the CA and the TLS port (environment, read
@@ -129,6 +132,10 @@ type SecurityOptions struct {
 	StateDir string
 	// PluggedCertDir holds a plugged-in CA (ROOT_CA_DIR, ./etc/cacerts).
 	PluggedCertDir string
+	// TrustedNodeAccounts are the service accounts (namespace/name) that
+	// may have certificates issued for the workloads of their node
+	// (CA_TRUSTED_NODE_ACCOUNTS, ztunnel's; none by default, as in Istio).
+	TrustedNodeAccounts string
 	// DefaultCertTTL and MaxCertTTL of workload certificates
 	// (DEFAULT_WORKLOAD_CERT_TTL 24h, MAX_WORKLOAD_CERT_TTL 90 days).
 	DefaultCertTTL, MaxCertTTL time.Duration
@@ -191,5 +198,6 @@ func DefaultArgs() PilotArgs {
 		GatewayDeployment: GatewayDeploymentOptions{Enabled: true, CopyLabelsAnnotations: true,
 			ManualDeployment: true},
 		AutoRegistration: DefaultAutoRegistrationOptions(),
+		Multicluster:     DefaultMulticlusterOptions(),
 	}
 }

@@ -46,6 +46,8 @@ func (s *Server) initDiscovery() {
 		DomainSuffix:            s.args.Domain,
 		EndpointIndex:           s.services.index,
 		ScopeGatewayToNamespace: s.args.ScopeGatewayToNamespace,
+		MeshNetworks:            s.meshNetworks,
+		NetworkGateways:         s.services.aggregate,
 	})
 	d.server = xds.NewDiscoveryServer()
 	d.server.SetPushThrottle(s.args.PushThrottle)

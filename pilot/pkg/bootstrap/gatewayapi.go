@@ -27,8 +27,8 @@ func (s *Server) gatewaySource(store aggregate.CollectionStore) (*gateway.Source
 		ReferenceGrants: store.Collection(gvk.ReferenceGrant),
 		ServiceEntries:  store.Collection(gvk.ServiceEntry),
 	}
-	opts := gateway.SourceOptions{Options: gateway.Options{DomainSuffix: s.args.Domain}, Stop: s.internalStop,
-		Krt: s.krtDebug, Problems: s.problems}
+	opts := gateway.SourceOptions{Options: gateway.Options{DomainSuffix: s.args.Domain, Ambient: s.args.EnableAmbient},
+		Stop: s.internalStop, Krt: s.krtDebug, Problems: s.problems}
 	if s.kubeClient != nil {
 		if err := gateway.AddKubeInputs(&in, s.kubeClient, opts); err != nil {
 			return nil, err
@@ -47,7 +47,8 @@ func (s *Server) initGatewayStatus(src *gateway.Source, store aggregate.Collecti
 		return
 	}
 	w := statuswriter.New(statuswriter.Options{Store: writer, Statuses: src.Statuses(),
-		Classes: store.Collection(gvk.GatewayClass), CreateClasses: true, ClassesServed: classesServed})
+		Classes: store.Collection(gvk.GatewayClass), CreateClasses: true, Ambient: s.args.EnableAmbient,
+		ClassesServed: classesServed})
 	id := s.identity()
 	s.gatewayStatus = leaderelection.New(s.kubeClient.Kube(), s.args.Namespace,
 		leaderelection.PerRevision(leaderelection.GatewayStatusController, s.args.Revision), id, s.args.Security.LeaderElection)

@@ -74,6 +74,7 @@ func (s *Server) initGatewayDeployment() error {
 			CompliancePolicy:      s.args.Injection.CompliancePolicy,
 			CopyLabelsAnnotations: o.CopyLabelsAnnotations,
 			QUICListeners:         o.QUICListeners,
+			Ambient:               s.args.EnableAmbient,
 		},
 		ManualDeployment: o.ManualDeployment,
 		Problems:         s.problems,

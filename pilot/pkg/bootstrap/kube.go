@@ -107,5 +107,8 @@ func (s *Server) HasSynced() bool {
 	if s.ambient != nil && !s.ambient.HasSynced() {
 		return false
 	}
+	if s.multicluster != nil && !s.multicluster.HasSynced() {
+		return false
+	}
 	return s.store.HasSynced()
 }

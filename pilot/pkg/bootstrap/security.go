@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	xdsdebug "github.com/meshplane/istiod/pilot/pkg/xds/debug"
+	"github.com/meshplane/istiod/pkg/config/schema/gvr"
 	"github.com/meshplane/istiod/pkg/kube/leaderelection"
 	"github.com/meshplane/istiod/pkg/kube/namespacecontroller"
 	"github.com/meshplane/istiod/pkg/security"
@@ -99,7 +100,7 @@ func (s *Server) initSecurity() error {
 			Audiences: opts.TokenAudiences, ClusterID: s.args.ClusterID}))
 	}
 	sec.grpc = newGRPCServer(s.discovery.server, s.args.Keepalive, grpc.Creds(credentials.NewTLS(sec.serverTLSConfig(s.args.TLS))))
-	caserver.New(caserver.Options{CA: authority, Authenticators: sec.auths}).Register(sec.grpc)
+	caserver.New(caserver.Options{CA: authority, Authenticators: sec.auths, NodeAuthorizer: s.nodeAuthorizer(opts)}).Register(sec.grpc)
 	d := s.discovery.server
 	d.Register(sec.grpc)
 	d.SetAuthenticator(func(ctx context.Context) ([]string, error) {
@@ -272,3 +273,26 @@ type remoteAddr string
 
 func (a remoteAddr) Network() string { return "tcp" }
 func (a remoteAddr) String() string  { return string(a) }
+
+// nodeAuthorizer lets the trusted node accounts (ztunnel) have
+// certificates issued for the workloads of their node, as Istio's CA does
+// with CA_TRUSTED_NODE_ACCOUNTS, against the pods of the cluster istiod
+// runs in; nil (impersonation refused) without accounts or a cluster.
+func (s *Server) nodeAuthorizer(opts SecurityOptions) caserver.NodeAuthorizer {
+	trusted, ignored := caserver.ParseTrustedNodeAccounts(opts.TrustedNodeAccounts)
+	for _, e := range ignored {
+		scope.Warnf("CA_TRUSTED_NODE_ACCOUNTS: ignoring %q: want <namespace>/<service account>", e)
+	}
+	if len(trusted) == 0 || s.kubeClient == nil {
+		return nil
+	}
+	inf, err := s.kubeClient.Informer(gvr.Pod)
+	if err == nil {
+		err = inf.AddIndexers(caserver.PodIndexers())
+	}
+	if err != nil {
+		scope.Errorf("CA_TRUSTED_NODE_ACCOUNTS: the pod index: %v; impersonation is refused", err)
+		return nil
+	}
+	return caserver.NewPodNodeAuthorizer(trusted, inf.GetIndexer())
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/meshplane/istiod/pkg/kube"
 	"github.com/meshplane/istiod/pkg/kube/krt"
 	"github.com/meshplane/istiod/pkg/kube/leaderelection"
+	"github.com/meshplane/istiod/pkg/kube/multicluster"
 	"github.com/meshplane/istiod/pkg/kube/namespace"
 	"github.com/meshplane/istiod/pkg/log"
 	"github.com/meshplane/istiod/pkg/memrelease"
@@ -80,8 +81,13 @@ type Server struct {
 	lastGood *leaderelection.Election
 	// ambient is the ambient index (ambient.go); nil unless PILOT_ENABLE_AMBIENT
 	ambient *ambient.Index
+	// ambientStatus elects the writer of the ambient policy status (ambientstatus.go)
+	ambientStatus *leaderelection.Election
 	// workloadEntries registers VMs (autoregistration.go); nil when off
 	workloadEntries *autoregistration.Controller
+	// multicluster turns remote secrets into remote clusters
+	// (multicluster.go); nil without a cluster
+	multicluster *multicluster.Controller
 
 	wg sync.WaitGroup
 }
@@ -105,6 +111,7 @@ func NewServer(args PilotArgs) (*Server, error) {
 	if err := s.initServiceControllers(); err != nil {
 		return nil, err
 	}
+	s.initMulticluster()
 	s.initDiscovery()
 	s.initAutoRegistration()
 	if err := s.initSecurity(); err != nil {
@@ -266,13 +273,19 @@ func (s *Server) initServers() {
 		},
 	}
 	if s.kubeClient != nil {
-		// the cluster istiod runs in; there are no remote clusters
+		// the cluster istiod runs in, then the remote clusters
 		opts.Clusters = func() []xdsdebug.ClusterInfo {
 			st := xdsdebug.ClusterSyncing
 			if s.HasSynced() {
 				st = xdsdebug.ClusterSynced
 			}
-			return []xdsdebug.ClusterInfo{{ID: s.args.ClusterID, SyncStatus: st}}
+			out := []xdsdebug.ClusterInfo{{ID: s.args.ClusterID, SyncStatus: st}}
+			if s.multicluster != nil {
+				for _, c := range s.multicluster.Clusters() {
+					out = append(out, xdsdebug.ClusterInfo{ID: c.ID, SecretName: c.SecretName, SyncStatus: c.SyncStatus})
+				}
+			}
+			return out
 		}
 	}
 	if c := s.CA(); c != nil {
@@ -351,6 +364,9 @@ func (s *Server) Start() (err error) {
 	if s.kubeClient != nil {
 		s.kubeClient.Start(s.internalStop)
 	}
+	if s.multicluster != nil {
+		s.multicluster.Run(s.internalStop)
+	}
 	if s.credentials != nil {
 		s.credentials.Run(s.internalStop)
 	}
@@ -385,6 +401,7 @@ func (s *Server) Start() (err error) {
 		return err
 	}
 	s.startGatewayStatus()
+	s.startAmbientStatus()
 	s.startGatewayDeployment()
 	s.startAutoRegistration()
 	s.startLastGood()

@@ -1,6 +1,8 @@
 package bootstrap
 
 import (
+	meshconfig "istio.io/api/mesh/v1alpha1"
+
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/aggregate"
 	kuberegistry "github.com/meshplane/istiod/pilot/pkg/serviceregistry/kube"
@@ -24,6 +26,9 @@ type serviceControllers struct {
 	// engine is the push engine, set once it exists; registry updates are
 	// recorded and forwarded to it.
 	engine model.XDSUpdater
+	// updater is what registries report to: the endpoint index, then the
+	// recorder and the engine
+	updater model.XDSUpdater
 }
 
 // teeUpdater records every update and forwards it to the push engine once
@@ -64,17 +69,20 @@ func (c *serviceControllers) HasSynced() bool { return c.aggregate.HasSynced() }
 func (s *Server) initServiceControllers() error {
 	sc := &serviceControllers{index: model.NewEndpointIndex(), pushes: model.NewRecordingXDSUpdater(pushRecordLimit)}
 	updater := model.NewEndpointIndexUpdater(sc.index, teeUpdater{sc})
+	sc.updater = updater
 	trustDomain := s.mesh.Mesh().GetTrustDomain()
 	var regs []aggregate.Registry
 	if s.kubeClient != nil && hasRegistry(s.args.Registries, "Kubernetes") {
 		opts := kuberegistry.Options{
-			ClusterID:    s.args.ClusterID,
-			DomainSuffix: s.args.Domain,
-			TrustDomain:  trustDomain,
-			XDSUpdater:   updater,
-			Problems:     s.problems,
-			Krt:          s.krtDebug,
-			Stop:         s.internalStop,
+			ClusterID:       s.args.ClusterID,
+			DomainSuffix:    s.args.Domain,
+			TrustDomain:     trustDomain,
+			SystemNamespace: s.args.Namespace,
+			MeshNetworks:    s.meshNetworks(),
+			XDSUpdater:      updater,
+			Problems:        s.problems,
+			Krt:             s.krtDebug,
+			Stop:            s.internalStop,
 		}
 		if s.nsFilter != nil {
 			opts.NamespaceFilter = s.nsFilter
@@ -108,8 +116,33 @@ func (s *Server) initServiceControllers() error {
 		}
 		sc.serviceEntries.SetTrustDomain(td)
 	})
+	if s.networks != nil {
+		s.networks.AddNetworksHandler(func() { sc.networksChanged(s.networks.Networks()) })
+	}
 	s.services = sc
 	return nil
+}
+
+// meshNetworks is the current meshNetworks (nil without a watcher).
+func (s *Server) meshNetworks() *meshconfig.MeshNetworks {
+	if s.networks == nil {
+		return nil
+	}
+	return s.networks.Networks()
+}
+
+// networksChanged hands a new meshNetworks to every Kubernetes registry
+// (their endpoints' networks and gateways are derived again) and pushes
+// every proxy, as Istio reloads on a meshNetworks change.
+func (c *serviceControllers) networksChanged(mn *meshconfig.MeshNetworks) {
+	for _, r := range c.aggregate.Registries() {
+		if k, ok := r.(interface {
+			SetMeshNetworks(*meshconfig.MeshNetworks)
+		}); ok {
+			k.SetMeshNetworks(mn)
+		}
+	}
+	c.updater.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.NetworksTrigger)})
 }
 
 // ServiceDiscovery returns the joined service registries.

@@ -30,6 +30,11 @@ type EnvironmentOptions struct {
 	// ScopeGatewayToNamespace restricts the Gateways a gateway proxy sees to
 	// its own namespace (PILOT_SCOPE_GATEWAY_TO_NAMESPACE).
 	ScopeGatewayToNamespace bool
+	// MeshNetworks returns the current meshNetworks (nil: none); its
+	// gateways given by address are network gateways.
+	MeshNetworks func() *meshconfig.MeshNetworks
+	// NetworkGateways lists the gateways the registries found (nil: none).
+	NetworkGateways NetworkGatewaySource
 }
 
 // Environment is what a PushContext is built from: the config store, the

@@ -99,6 +99,9 @@ type NodeMetadata struct {
 	// WorkloadEntry is the existing WorkloadEntry the proxy is
 	// (ISTIO_META_WORKLOAD_ENTRY): its health reports go to that entry.
 	WorkloadEntry string `json:"WORKLOAD_ENTRY,omitempty"`
+	// RequestedNetworkView are the networks whose endpoints the proxy
+	// wants (REQUESTED_NETWORK_VIEW; empty: every network).
+	RequestedNetworkView StringList `json:"REQUESTED_NETWORK_VIEW,omitempty"`
 
 	// Raw is the whole metadata as sent.
 	Raw map[string]any `json:"-"`

@@ -41,8 +41,10 @@ type PushContext struct {
 	rootNamespace string
 	domainSuffix  string
 	env           *Environment
+	clusterLocal  clusterLocal
 
 	services               *serviceIndex
+	networkGateways        *networkGatewayIndex
 	virtualServices        *virtualServiceIndex
 	destinationRules       *destinationRuleIndex
 	gateways               *gatewayIndex

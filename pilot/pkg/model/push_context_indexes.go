@@ -81,6 +81,7 @@ const (
 	IndexSidecars               = "sidecars"
 	IndexRouteChecks            = "routeChecks"
 	IndexSubsetChecks           = "subsetChecks"
+	IndexNetworkGateways        = "networkGateways"
 )
 
 // indexSpecs lists every index in dependency order.
@@ -90,6 +91,12 @@ var indexSpecs = []*indexSpec{
 		build: func(bc *buildContext) index { return buildServiceIndex(bc) },
 		get:   func(p *PushContext) index { return p.services },
 		set:   func(p *PushContext, x index) { p.services = x.(*serviceIndex) },
+	},
+	{
+		name: IndexNetworkGateways, deps: []string{IndexServices},
+		build: func(bc *buildContext) index { return buildNetworkGatewayIndex(bc) },
+		get:   func(p *PushContext) index { return p.networkGateways },
+		set:   func(p *PushContext, x index) { p.networkGateways = x.(*networkGatewayIndex) },
 	},
 	{
 		name: IndexVirtualServices, kinds: withGatewayAPI(kind.VirtualService),

@@ -154,7 +154,7 @@ func TestInitContextReusesUntouchedIndexes(t *testing.T) {
 
 	// A service change rebuilds services and what depends on it.
 	p4 := InitContext(f.env, p3, &PushRequest{Full: true, ConfigsUpdated: NewConfigKeys(ServiceConfigKey("reviews.default.svc.cluster.local", "default"))})
-	if want := []string{IndexServices, IndexSidecars, IndexRouteChecks, IndexSubsetChecks}; !slices.Equal(p4.Rebuilt, want) {
+	if want := []string{IndexServices, IndexNetworkGateways, IndexSidecars, IndexRouteChecks, IndexSubsetChecks}; !slices.Equal(p4.Rebuilt, want) {
 		t.Errorf("service change rebuilt %v, want %v", p4.Rebuilt, want)
 	}
 	// Endpoint-only requests rebuild nothing.

@@ -133,6 +133,13 @@ func (s *DiscoveryServer) RegisterGeneratorFor(name, typeURL string, g Generator
 	s.gens.register(name, typeURL, g)
 }
 
+// RegisterGeneratorForNodeType registers the generator of a type for
+// proxies of a node type (e.g. waypoints), unless their GENERATOR names
+// one of its own.
+func (s *DiscoveryServer) RegisterGeneratorForNodeType(t model.NodeType, typeURL string, g Generator) {
+	s.gens.register(nodeTypeKey(t), typeURL, g)
+}
+
 // SetPushContext installs a snapshot; responses carry its PushVersion.
 func (s *DiscoveryServer) SetPushContext(pc *model.PushContext) { s.push.Store(pc) }
 

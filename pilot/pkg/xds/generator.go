@@ -177,12 +177,22 @@ func (g *generators) register(generatorName, typeURL string, gen Generator) {
 	g.m[genKey(generatorName, typeURL)] = gen
 }
 
-// find returns the generator for a proxy: its GENERATOR's first, then the default.
+// nodeTypeKey is the registry name of the generators of a proxy type
+// ("type:waypoint"; GENERATOR names in use, such as "grpc", have no colon).
+func nodeTypeKey(t model.NodeType) string { return "type:" + string(t) }
+
+// find returns the generator for a proxy: its GENERATOR's first, then its
+// proxy type's, then the default.
 func (g *generators) find(proxy *model.Proxy, typeURL string) Generator {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if name := proxy.GeneratorName(); name != "" {
 		if gen, ok := g.m[genKey(name, typeURL)]; ok {
+			return gen
+		}
+	}
+	if proxy.Type != "" {
+		if gen, ok := g.m[genKey(nodeTypeKey(proxy.Type), typeURL)]; ok {
 			return gen
 		}
 	}

@@ -90,6 +90,9 @@ func ServerTLSConfig(c *CA, h *ServingCertHolder) *tls.Config {
 	out.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		cfg := base.Clone()
 		cfg.ClientCAs = c.RootCertPool()
+		// the clock a caller sets on the returned config (out.Time) is the
+		// one client certificates are verified at, as for a plain config
+		cfg.Time = out.Time
 		return cfg, nil
 	}
 	return out

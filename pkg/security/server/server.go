@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -27,8 +28,8 @@ var (
 )
 
 // ImpersonatedIdentity is the request metadata key of a node agent asking
-// for another identity; impersonation is not supported (Istio's behaviour
-// without CA_TRUSTED_NODE_ACCOUNTS).
+// for another identity (ztunnel, for the workloads of its node): allowed
+// only by a NodeAuthorizer (CA_TRUSTED_NODE_ACCOUNTS), as in Istio.
 const ImpersonatedIdentity = "ImpersonatedIdentity"
 
 // CertificateAuthority is what the service needs of a CA; *ca.CA
@@ -50,6 +51,8 @@ type Options struct {
 	Authenticators []security.Authenticator
 	// Clock drives citadel_server_root_cert_expiry_seconds (default real).
 	Clock clock.Clock
+	// NodeAuthorizer allows impersonation (nil: refused).
+	NodeAuthorizer NodeAuthorizer
 }
 
 // Server implements istio.v1.auth.IstioCertificateService.
@@ -57,6 +60,7 @@ type Server struct {
 	pb.UnimplementedIstioCertificateServiceServer
 	ca             CertificateAuthority
 	authenticators []security.Authenticator
+	nodeAuthorizer NodeAuthorizer
 }
 
 var _ pb.IstioCertificateServiceServer = (*Server)(nil)
@@ -68,7 +72,7 @@ func New(o Options) *Server {
 		o.Clock = clock.Real()
 	}
 	expiry.set(o.CA, o.Clock)
-	return &Server{ca: o.CA, authenticators: append([]security.Authenticator(nil), o.Authenticators...)}
+	return &Server{ca: o.CA, authenticators: append([]security.Authenticator(nil), o.Authenticators...), nodeAuthorizer: o.NodeAuthorizer}
 }
 
 // Register adds the service to r (the TLS gRPC server).
@@ -96,26 +100,36 @@ func (s *Server) CreateCertificate(ctx context.Context, req *pb.IstioCertificate
 		authnErrorCount.WithLabelValues().Inc()
 		return nil, status.Error(codes.Unauthenticated, "request authenticate failure")
 	}
+	sans := caller.Identities
 	if id := req.GetMetadata().GetFields()[ImpersonatedIdentity].GetStringValue(); id != "" {
-		authnErrorCount.WithLabelValues().Inc()
-		serverCaLog.Warn("impersonation not allowed, as node authorizer (CA_TRUSTED_NODE_ACCOUNTS) is not configured",
-			"client", addr, "identity", id)
-		return nil, status.Error(codes.Unauthenticated, "request impersonation authentication failure")
+		err := errNoNodeAuthorizer
+		if s.nodeAuthorizer != nil {
+			if err = s.nodeAuthorizer.Authorize(caller.KubernetesInfo, id); err != nil {
+				err = fmt.Errorf("impersonation failed for identity %s, error: %v", id, err)
+			}
+		}
+		if err != nil {
+			// an opaque answer; the reason is logged
+			authnErrorCount.WithLabelValues().Inc()
+			serverCaLog.Warn(err.Error(), "client", addr)
+			return nil, status.Error(codes.Unauthenticated, "request impersonation authentication failure")
+		}
+		sans = []string{id} // the node may: the certificate is the workload's
 	}
 	ttl := requestedTTL(req.GetValidityDuration())
-	serverCaLog.Debug("generating a certificate", "client", addr, "sans", caller.Identities, "ttl", ttl.String())
-	chain, err := s.ca.Sign([]byte(req.GetCsr()), caller.Identities, ttl)
+	serverCaLog.Debug("generating a certificate", "client", addr, "sans", sans, "ttl", ttl.String())
+	chain, err := s.ca.Sign([]byte(req.GetCsr()), sans, ttl)
 	if err != nil {
 		label, code := "UNKNOWN", codes.Internal
 		if e, ok := ca.AsError(err); ok {
 			label, code = e.Label(), e.Code()
 		}
 		certSignErrorCount.WithLabelValues(label).Inc()
-		serverCaLog.Error("CSR signing error: "+err.Error(), "client", addr, "sans", caller.Identities)
+		serverCaLog.Error("CSR signing error: "+err.Error(), "client", addr, "sans", sans)
 		return nil, status.Errorf(code, "CSR signing error (%v)", err)
 	}
 	successCount.WithLabelValues().Inc()
-	serverCaLog.Debug("CSR successfully signed", "client", addr, "sans", caller.Identities)
+	serverCaLog.Debug("CSR successfully signed", "client", addr, "sans", sans)
 	return &pb.IstioCertificateResponse{CertChain: chain}, nil
 }
 

@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,23 +19,48 @@ type Options struct {
 	PortName string
 	// SubsetLabels select a subset (nil: all endpoints).
 	SubsetLabels map[string]string
-	// Network of the proxy: endpoints of other networks are left out (they
-	// are reached through gateways, which come later).
+	// Network of the proxy ("": none).
 	Network string
+	// Gateways are the network gateways. When there is at least one, the
+	// endpoints of another network than the proxy's are replaced by that
+	// network's gateways (see network.go); without any, every endpoint is
+	// sent whatever its network, as in Istio.
+	Gateways *model.NetworkGateways
+	// IPMode of the proxy: a single-stack proxy only gets gateways of its
+	// family.
+	IPMode model.IPMode
+	// Sidecar is set for sidecars (and proxyless clients): they use only
+	// gateways with an mTLS port.
+	Sidecar bool
+	// NetworkView, when set, are the networks whose endpoints the proxy
+	// wants (its REQUESTED_NETWORK_VIEW); endpoints without a network are
+	// always visible.
+	NetworkView []string
+}
+
+// localityGroup is the endpoints of one locality: the model endpoints
+// and, in the same order, what is sent.
+type localityGroup struct {
+	label string
+	eps   []*model.IstioEndpoint
+	lbs   []*endpointv3.LbEndpoint
 }
 
 // Build returns the load assignment of a cluster. A cluster without matching
 // endpoints gets an assignment with its name only.
 func Build(clusterName string, eps []*model.IstioEndpoint, o Options) *endpointv3.ClusterLoadAssignment {
-	byLocality := map[string][]*endpointv3.LbEndpoint{}
-	weights := map[string]uint32{}
+	byLocality := map[string]*localityGroup{}
 	for _, ep := range eps {
 		if !selected(ep, o) {
 			continue
 		}
-		lb := lbEndpoint(ep)
-		byLocality[ep.Locality.Label] = append(byLocality[ep.Locality.Label], lb)
-		weights[ep.Locality.Label] += lb.LoadBalancingWeight.GetValue()
+		g := byLocality[ep.Locality.Label]
+		if g == nil {
+			g = &localityGroup{label: ep.Locality.Label}
+			byLocality[ep.Locality.Label] = g
+		}
+		g.eps = append(g.eps, ep)
+		g.lbs = append(g.lbs, lbEndpoint(ep))
 	}
 	la := &endpointv3.ClusterLoadAssignment{ClusterName: clusterName}
 	labels := make([]string, 0, len(byLocality))
@@ -42,12 +68,23 @@ func Build(clusterName string, eps []*model.IstioEndpoint, o Options) *endpointv
 		labels = append(labels, l)
 	}
 	sort.Strings(labels)
+	multiNetwork := o.Gateways.IsMultiNetworkEnabled()
 	for _, l := range labels {
-		la.Endpoints = append(la.Endpoints, &endpointv3.LocalityLbEndpoints{
-			Locality:            locality(l),
-			LbEndpoints:         byLocality[l],
-			LoadBalancingWeight: wrapperspb.UInt32(weights[l]),
-		})
+		g := byLocality[l]
+		if multiNetwork {
+			g = byNetwork(g, o)
+		}
+		lle := &endpointv3.LocalityLbEndpoints{Locality: locality(l), LbEndpoints: g.lbs}
+		if len(g.lbs) > 0 {
+			// a locality whose endpoints all went to other networks keeps
+			// its group, without weight, as Istio's
+			var w uint32
+			for _, lb := range g.lbs {
+				w += lb.GetLoadBalancingWeight().GetValue()
+			}
+			lle.LoadBalancingWeight = wrapperspb.UInt32(w)
+		}
+		la.Endpoints = append(la.Endpoints, lle)
 	}
 	return la
 }
@@ -62,15 +99,17 @@ func selected(ep *model.IstioEndpoint, o Options) bool {
 	if ep.HealthStatus == model.Terminating {
 		return false
 	}
-	if o.Network != "" && ep.Network != "" && ep.Network != o.Network {
-		return false
-	}
 	for k, v := range o.SubsetLabels {
 		if ep.Labels[k] != v {
 			return false
 		}
 	}
-	return ep.FirstAddress() != ""
+	if len(o.NetworkView) > 0 && ep.Network != "" && !slices.Contains(o.NetworkView, ep.Network) {
+		return false
+	}
+	// an endpoint without an address may still be reached through a
+	// gateway of its network
+	return ep.FirstAddress() != "" || o.Gateways.IsMultiNetworkEnabled() && !inNetwork(o.Network, ep.Network)
 }
 
 // ParseLocality turns "region/zone/subzone" into an Envoy locality.

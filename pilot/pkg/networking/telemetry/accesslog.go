@@ -98,16 +98,21 @@ func celFilter(expr string) *accesslogv3.AccessLogFilter {
 // NoRoute wraps access logs for a listener: they log only connections no
 // filter chain took (response flag NR), with their own filter too.
 func NoRoute(logs []*accesslogv3.AccessLog) []*accesslogv3.AccessLog {
+	return WithFilter(logs, &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_ResponseFlagFilter{
+		ResponseFlagFilter: &accesslogv3.ResponseFlagFilter{Flags: []string{"NR"}}}})
+}
+
+// WithFilter are copies of logs that log only what f lets through, and
+// what their own filter does (f first, as Istio ands them).
+func WithFilter(logs []*accesslogv3.AccessLog, f *accesslogv3.AccessLogFilter) []*accesslogv3.AccessLog {
 	out := make([]*accesslogv3.AccessLog, 0, len(logs))
 	for _, l := range logs {
 		c := proto.Clone(l).(*accesslogv3.AccessLog)
-		nr := &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_ResponseFlagFilter{
-			ResponseFlagFilter: &accesslogv3.ResponseFlagFilter{Flags: []string{"NR"}}}}
 		if c.Filter == nil {
-			c.Filter = nr
+			c.Filter = proto.Clone(f).(*accesslogv3.AccessLogFilter)
 		} else {
 			c.Filter = &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_AndFilter{
-				AndFilter: &accesslogv3.AndFilter{Filters: []*accesslogv3.AccessLogFilter{nr, c.Filter}}}}
+				AndFilter: &accesslogv3.AndFilter{Filters: []*accesslogv3.AccessLogFilter{proto.Clone(f).(*accesslogv3.AccessLogFilter), c.Filter}}}}
 		}
 		out = append(out, c)
 	}

@@ -1,11 +1,9 @@
 package telemetry
 
 import (
-	udpa "github.com/cncf/xds/go/udpa/type/v1"
 	grpcstats "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_stats/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/meshplane/istiod/pkg/protoconv"
@@ -23,18 +21,8 @@ const PeerExchangeALPN = "istio-peer-exchange"
 // GRPCStatsName is the gRPC stats HTTP filter.
 const GRPCStatsName = "envoy.filters.http.grpc_stats"
 
-// typedStruct wraps an extension config the Envoy protos do not define
-// (Istio's own filters) the way Istio sends it: a TypedStruct carrying the
-// config's type URL and its fields as JSON.
-func typedStruct(typeURL string, fields map[string]any) func() *anypb.Any {
-	return protoconv.Constant(func() proto.Message {
-		v, err := structpb.NewStruct(fields)
-		if err != nil {
-			panic(err) // fields are constants of this package
-		}
-		return &udpa.TypedStruct{TypeUrl: typeURL, Value: v}
-	})
-}
+// typedStruct: see protoconv.TypedStruct.
+var typedStruct = protoconv.TypedStruct
 
 // MetadataExchange is the config of the TCP metadata exchange, used as a
 // network filter on inbound chains and as an upstream filter on outbound

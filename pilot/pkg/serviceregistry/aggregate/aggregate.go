@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pkg/diag"
@@ -20,9 +21,12 @@ type Registry interface {
 	HasSynced() bool
 }
 
-// Controller is the joined view. It is immutable after New.
+// Controller is the joined view. Registries join and leave with their
+// clusters (AddRegistry, DeleteRegistry); every read sees one set of
+// them.
 type Controller struct {
-	registries []Registry
+	mu         sync.RWMutex
+	registries []Registry // immutable: replaced on change
 }
 
 var _ model.ServiceDiscovery = (*Controller)(nil)
@@ -37,12 +41,43 @@ func New(registries ...Registry) *Controller {
 	return &Controller{registries: regs}
 }
 
+// AddRegistry joins r after the registries of its kind (a remote
+// cluster's Kubernetes registry after the local one, before the
+// ServiceEntry registry).
+func (c *Controller) AddRegistry(r Registry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	regs := slices.Clone(c.registries)
+	at := len(regs)
+	if r.Provider() == model.Kubernetes {
+		at = slices.IndexFunc(regs, func(x Registry) bool { return x.Provider() != model.Kubernetes })
+		if at < 0 {
+			at = len(regs)
+		}
+	}
+	c.registries = slices.Insert(regs, at, r)
+}
+
+// DeleteRegistry removes r (the same value AddRegistry was given).
+func (c *Controller) DeleteRegistry(r Registry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.registries = slices.DeleteFunc(slices.Clone(c.registries), func(x Registry) bool { return x == r })
+}
+
+// regs is the current set, read-only.
+func (c *Controller) regs() []Registry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.registries
+}
+
 // Registries returns the joined registries in precedence order.
-func (c *Controller) Registries() []Registry { return slices.Clone(c.registries) }
+func (c *Controller) Registries() []Registry { return slices.Clone(c.regs()) }
 
 // HasSynced reports whether every registry synced.
 func (c *Controller) HasSynced() bool {
-	for _, r := range c.registries {
+	for _, r := range c.regs() {
 		if !r.HasSynced() {
 			return false
 		}
@@ -52,11 +87,11 @@ func (c *Controller) HasSynced() bool {
 
 // Services lists the services of every registry in precedence order. A
 // Kubernetes Service present in several clusters is listed once, with the
-// virtual IPs of every cluster.
+// virtual IPs of every cluster and the service accounts of all.
 func (c *Controller) Services() []*model.Service {
 	var out []*model.Service
 	kube := map[string]int{} // key → index in out
-	for _, r := range c.registries {
+	for _, r := range c.regs() {
 		for _, s := range r.Services() {
 			if r.Provider() != model.Kubernetes {
 				out = append(out, s)
@@ -68,34 +103,60 @@ func (c *Controller) Services() []*model.Service {
 				out = append(out, s)
 				continue
 			}
-			out[i] = mergeClusterVIPs(out[i], s)
+			out[i] = mergeService(out[i], s, r.Cluster())
 		}
 	}
 	return out
 }
 
-// mergeClusterVIPs returns a copy of a with b's cluster VIPs added.
-func mergeClusterVIPs(a, b *model.Service) *model.Service {
+// mergeService returns a copy of a, the service of a hostname in the
+// clusters read so far, joined with b, its service in cluster: b's
+// virtual IPs in that cluster (unless a has some there) and b's service
+// accounts after a's, without duplicates, as Istio joins a Service of
+// several clusters.
+func mergeService(a, b *model.Service, cluster string) *model.Service {
 	out := a.ShallowCopy()
-	vips := make(map[string][]string, len(a.ClusterVIPs.Addresses)+len(b.ClusterVIPs.Addresses))
-	for k, v := range a.ClusterVIPs.Addresses {
-		vips[k] = v
+	if len(a.ClusterVIPs.Addresses[cluster]) == 0 && len(b.ClusterVIPs.Addresses[cluster]) > 0 {
+		vips := make(map[string][]string, len(a.ClusterVIPs.Addresses)+1)
+		for k, v := range a.ClusterVIPs.Addresses {
+			vips[k] = v
+		}
+		vips[cluster] = b.ClusterVIPs.Addresses[cluster]
+		out.ClusterVIPs = model.AddressMap{Addresses: vips}
 	}
-	for k, v := range b.ClusterVIPs.Addresses {
-		vips[k] = v
+	if len(b.ServiceAccounts) > 0 {
+		sas := slices.Clip(a.ServiceAccounts)
+		for _, sa := range b.ServiceAccounts {
+			if !slices.Contains(sas, sa) {
+				sas = append(sas, sa)
+			}
+		}
+		out.ServiceAccounts = sas
 	}
-	out.ClusterVIPs = model.AddressMap{Addresses: vips}
 	return out
 }
 
-// GetService returns the service of the first registry that has hostname.
+// GetService returns the service of hostname: a non-Kubernetes
+// registry's as the first registry having it gives it, a Kubernetes
+// Service joined across the clusters that have it.
 func (c *Controller) GetService(hostname string) *model.Service {
-	for _, r := range c.registries {
-		if s := r.GetService(hostname); s != nil {
-			return s
+	var out *model.Service
+	for _, r := range c.regs() {
+		s := r.GetService(hostname)
+		switch {
+		case s == nil:
+		case r.Provider() != model.Kubernetes:
+			if out == nil {
+				return s
+			}
+			return out
+		case out == nil:
+			out = s
+		default:
+			out = mergeService(out, s, r.Cluster())
 		}
 	}
-	return nil
+	return out
 }
 
 // GetServiceInNamespace returns the service a namespace's hostname names:
@@ -135,7 +196,7 @@ func (c *Controller) NamespaceServices(namespace string) []*model.Service {
 // GetProxyServiceTargets asks the registries in order (only those of the
 // proxy's cluster when it names one) and returns the first non-empty answer.
 func (c *Controller) GetProxyServiceTargets(q *model.ProxyQuery) []model.ServiceTarget {
-	for _, r := range c.registries {
+	for _, r := range c.regs() {
 		if q != nil && q.ClusterID != "" && q.ClusterID != r.Cluster() {
 			continue
 		}
@@ -181,7 +242,7 @@ func (c *Controller) Conflicts() []diag.Problem {
 // knows the workload answers.
 func (c *Controller) GetProxyWorkloadLabels(proxy *model.Proxy) map[string]string {
 	cluster := proxy.ClusterID()
-	for _, r := range c.registries {
+	for _, r := range c.regs() {
 		l, ok := r.(model.WorkloadLabeler)
 		if !ok || (cluster != "" && cluster != r.Cluster()) {
 			continue

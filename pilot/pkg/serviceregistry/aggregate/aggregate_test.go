@@ -1,6 +1,7 @@
 package aggregate_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -96,5 +97,76 @@ func TestProxyTargetsFirstAnswerWins(t *testing.T) {
 	}
 	if agg.HasSynced() {
 		t.Fatal("unsynced registries")
+	}
+}
+
+// A remote cluster's registry joins after the local one and before the
+// ServiceEntry registry, and leaves with its cluster; a Service of both
+// clusters is one service, by GetService as by Services, with the VIPs
+// of each and the service accounts of both.
+func TestRegistriesJoinAndLeave(t *testing.T) {
+	const h = "a.ns.svc.cluster.local"
+	withSA := func(s *model.Service, sas ...string) *model.Service {
+		s.ServiceAccounts = sas
+		return s
+	}
+	c1 := &fakeRegistry{provider: model.Kubernetes, cluster: "c1", synced: true,
+		services: []*model.Service{withSA(svc(model.Kubernetes, h, "ns", "", t0, "c1", "10.0.0.1"), "spiffe://td1/ns/ns/sa/a")}}
+	se := &fakeRegistry{provider: model.External, cluster: "c1", synced: true}
+	agg := aggregate.New(c1, se)
+	c2 := &fakeRegistry{provider: model.Kubernetes, cluster: "c2", synced: true,
+		services: []*model.Service{withSA(svc(model.Kubernetes, h, "ns", "", t0, "c2", "10.1.0.1"), "spiffe://td2/ns/ns/sa/a", "spiffe://td1/ns/ns/sa/a")}}
+	agg.AddRegistry(c2)
+	regs := agg.Registries()
+	if len(regs) != 3 || regs[0] != c1 || regs[1] != c2 || regs[2] != se {
+		t.Fatalf("order: %v", regs)
+	}
+	for name, got := range map[string]*model.Service{"Services": agg.Services()[0], "GetService": agg.GetService(h)} {
+		if v := got.ClusterVIPs.Addresses; len(v) != 2 || v["c1"][0] != "10.0.0.1" || v["c2"][0] != "10.1.0.1" {
+			t.Errorf("%s: VIPs %v", name, v)
+		}
+		if sas := got.ServiceAccounts; len(sas) != 2 || sas[0] != "spiffe://td1/ns/ns/sa/a" || sas[1] != "spiffe://td2/ns/ns/sa/a" {
+			t.Errorf("%s: service accounts %v", name, sas)
+		}
+	}
+	if len(c1.services[0].ServiceAccounts) != 1 {
+		t.Fatal("the registry's service was modified")
+	}
+	c2.synced = false
+	if agg.HasSynced() {
+		t.Fatal("an unsynced registry joined")
+	}
+	agg.DeleteRegistry(c2)
+	if got := agg.GetService(h); len(got.ClusterVIPs.Addresses) != 1 || len(got.ServiceAccounts) != 1 {
+		t.Fatalf("after the cluster left: %+v", got)
+	}
+	if !agg.HasSynced() || len(agg.Registries()) != 2 {
+		t.Fatal("the registry did not leave")
+	}
+}
+
+// Two clusters of 1,000 Services each, all present in both, and 100
+// ServiceEntries: the join a push context build reads.
+func BenchmarkServicesTwoClusters(b *testing.B) {
+	regs := []aggregate.Registry{}
+	for _, c := range []string{"c1", "c2"} {
+		r := &fakeRegistry{provider: model.Kubernetes, cluster: c, synced: true}
+		for i := range 1000 {
+			s := svc(model.Kubernetes, fmt.Sprintf("s%d.ns%d.svc.cluster.local", i, i%20), fmt.Sprintf("ns%d", i%20), "", t0, c, fmt.Sprintf("10.%d.%d.%d", len(c), i/256, i%256))
+			s.ServiceAccounts = []string{"spiffe://" + c + "/ns/x/sa/" + fmt.Sprint(i%7)}
+			r.services = append(r.services, s)
+		}
+		regs = append(regs, r)
+	}
+	se := &fakeRegistry{provider: model.External, cluster: "c1", synced: true}
+	for i := range 100 {
+		se.services = append(se.services, svc(model.External, fmt.Sprintf("e%d.example.com", i), "ns0", fmt.Sprint(i), t0))
+	}
+	agg := aggregate.New(append(regs, se)...)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(agg.Services()); n != 1100 {
+			b.Fatal(n)
+		}
 	}
 }

@@ -27,6 +27,13 @@
 // Addresses joins the workloads with the services; Authorizations joins the
 // three policy sources.
 //
+// PolicyStatuses (policy_status.go) is the status Istio writes on every
+// AuthorizationPolicy: ZtunnelAccepted for a policy ztunnel enforces or
+// refuses, WaypointAccepted for one bound by targetRefs (a waypoint
+// Gateway, a Service or ServiceEntry using one, the waypoint GatewayClass
+// from the root namespace); the caller writes it (the status writer of
+// pilot/pkg/config/kube/gateway/statuswriter, run by a leader).
+//
 // # Istio's behaviour kept on purpose
 //
 //   - Enrolment (istio.io/dataplane-mode) is not read: every pod with an IP
@@ -46,8 +53,7 @@
 // Network-gateway workloads (multi-network), canary waypoints
 // (weighted_waypoints), ServiceEntry visibility from the mesh config (all
 // PUBLIC), PILOT_AUTO_ALLOW_WAYPOINT_POLICY (off in Istio too), dry-run
-// policies (off in Istio by default), and the status writers
-// (ZtunnelAccepted/WaypointAccepted; the messages are kept on
-// workloadPolicy). Inputs are expected filtered by discoverySelectors and
-// revision by the caller.
+// policies (off in Istio by default), and the WaypointBound status of
+// Services and workloads. Inputs are expected filtered by
+// discoverySelectors and revision by the caller.
 package ambient

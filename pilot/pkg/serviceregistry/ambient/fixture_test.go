@@ -77,7 +77,10 @@ func (m *mesh) set(o any) {
 	}
 }
 
-func (m *mesh) index(t *testing.T) *ambient.Index {
+func (m *mesh) index(t *testing.T) *ambient.Index { return m.indexWith(t, nil) }
+
+// indexWith is index with a namespace filter (nil: none).
+func (m *mesh) indexWith(t *testing.T, f ambient.NamespaceFilter) *ambient.Index {
 	t.Helper()
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
@@ -89,7 +92,7 @@ func (m *mesh) index(t *testing.T) *ambient.Index {
 		PeerAuthentications:   m.configs[gvk.PeerAuthentication],
 		KubernetesGateways:    m.configs[gvk.KubernetesGateway],
 		GatewayClasses:        m.configs[gvk.GatewayClass],
-	}, ambient.Options{ClusterID: "Kubernetes", SystemNamespace: "istio-system", Stop: stop})
+	}, ambient.Options{ClusterID: "Kubernetes", SystemNamespace: "istio-system", Namespaces: f, Stop: stop})
 	eventually(t, "index synced", x.HasSynced)
 	return x
 }

@@ -79,6 +79,9 @@ type Options struct {
 	// network label names the cluster's network, and it is the root
 	// namespace when Inputs.MeshConfig is nil.
 	SystemNamespace string
+	// Namespaces, when set, are the namespaces read (discoverySelectors):
+	// pods, Services and EndpointSlices of the others are left out.
+	Namespaces NamespaceFilter
 	// Krt registers the collections for /debug/krtz (may be nil).
 	Krt *krt.DebugHandler
 	// Stop ends the index's goroutines.
@@ -135,6 +138,9 @@ func New(in Inputs, opts Options) *Index {
 	opts.defaults()
 	x := &Index{opts: opts}
 	in = x.fillInputs(in)
+	if opts.Namespaces != nil {
+		in = x.selectNamespaces(in, opts.Namespaces)
+	}
 	x.in = in
 
 	x.mesh = in.MeshConfig

@@ -3,8 +3,10 @@ package kube
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,8 +36,16 @@ type Options struct {
 	// TrustDomain of SPIFFE identities ("cluster.local" by default); change
 	// it later with SetTrustDomain.
 	TrustDomain string
-	// DefaultNetwork is the network of endpoints no label places.
+	// DefaultNetwork is the network of endpoints neither a label nor
+	// meshNetworks places.
 	DefaultNetwork string
+	// SystemNamespace is istiod's namespace: its topology.istio.io/network
+	// label in this cluster is the network of the cluster's endpoints whose
+	// pod names none.
+	SystemNamespace string
+	// MeshNetworks is the meshNetworks at construction (nil: none); change
+	// it later with SetMeshNetworks.
+	MeshNetworks *meshconfig.MeshNetworks
 	// XDSUpdater receives every change (required).
 	XDSUpdater model.XDSUpdater
 	// NamespaceFilter, when set, hides objects of unselected namespaces.
@@ -90,12 +100,21 @@ type Controller struct {
 	nodes      krt.Collection[*corev1.Node]
 	namespaces krt.Collection[*corev1.Namespace]
 
+	// networks is what meshNetworks says of the cluster, systemNetwork the
+	// system namespace's network label (network.go)
+	networks      krt.StaticSingleton[networkSettings]
+	systemNetwork krt.Singleton[systemNetwork]
+
 	services        krt.Collection[serviceInfo]
 	servicesByNS    krt.Index[string, serviceInfo]
 	workloads       krt.Collection[model.WorkloadInstance]
 	podIPs          krt.Collection[podIP]
 	slices          krt.Collection[sliceInfo]
 	slicesByService krt.Index[string, sliceInfo]
+	gateways        krt.Collection[serviceGateways]
+	// lastGateways are the gateways last reported (guarded by gatewaysMu)
+	gatewaysMu   sync.Mutex
+	lastGateways []model.NetworkGateway
 
 	registrations []krt.HandlerRegistration
 }
@@ -148,11 +167,15 @@ func NewFromCollections(in Inputs, opts Options) *Controller {
 		nodes: in.Nodes, namespaces: in.Namespaces}
 	c.settings = krt.NewStatic(&settings{TrustDomain: opts.TrustDomain, DefaultNetwork: opts.DefaultNetwork},
 		c.krtOpts("kube-registry/settings")...)
+	ns := networkSettingsFor(opts.MeshNetworks, opts.ClusterID)
+	c.networks = krt.NewStatic(&ns, c.krtOpts("kube-registry/networks")...)
+	c.systemNetwork = krt.NewSingleton(c.buildSystemNetwork, c.krtOpts("kube-registry/system-network")...)
 	if opts.NamespaceFilter != nil {
 		opts.NamespaceFilter.AddHandler(c.namespacesChanged)
 	}
 	c.services = krt.NewCollection(in.Services, c.buildService, c.krtOpts("kube-registry/services")...)
 	c.servicesByNS = krt.NewNamespaceIndex(c.services)
+	c.gateways = krt.NewCollection(c.services, c.buildGateways, c.krtOpts("kube-registry/network-gateways")...)
 	c.workloads = krt.NewCollection(in.Pods, c.buildWorkload, c.krtOpts("kube-registry/workloads")...)
 	c.podIPs = krt.NewManyCollection(c.workloads, func(_ krt.HandlerContext, w model.WorkloadInstance) []podIP {
 		out := make([]podIP, 0, len(w.Endpoint.Addresses))
@@ -232,7 +255,7 @@ func (c *Controller) Workloads() krt.Collection[model.WorkloadInstance] { return
 // XDSUpdater.
 func (c *Controller) HasSynced() bool {
 	if !krt.AllSynced(c.inputs.Services, c.inputs.EndpointSlices, c.inputs.Pods,
-		c.inputs.Nodes, c.inputs.Namespaces, c.services, c.workloads, c.podIPs, c.slices) {
+		c.inputs.Nodes, c.inputs.Namespaces, c.services, c.workloads, c.podIPs, c.slices, c.gateways, c.systemNetwork.AsCollection()) {
 		return false
 	}
 	for _, r := range c.registrations {

@@ -21,10 +21,11 @@ const host = "reviews.ns1.svc.cluster.local"
 func TestServiceAndEndpointsFromPod(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Labels: map[string]string{
 		model.RegionLabel: "r1", model.ZoneLabel: "z1", model.SubzoneLabel: "s1"}}}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1", Labels: map[string]string{model.NetworkLabel: "net1"}}}
+	// the network of the system namespace (istiod's) is the cluster's
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system", Labels: map[string]string{model.NetworkLabel: "net1"}}}
 	p := pod("ns1", "reviews-v1-abc", "10.0.0.1", map[string]string{"app": "reviews", model.TLSModeLabel: "istio"})
 	p.Spec.NodeName = "node1"
-	f := newFixture(t, registry.Options{TrustDomain: "example.org"}, node, ns, p,
+	f := newFixture(t, registry.Options{TrustDomain: "example.org", SystemNamespace: "istio-system"}, node, ns, p,
 		service("ns1", "reviews", "10.96.0.5", map[string]string{"app": "reviews"}, port("http", 9080)),
 		slice("ns1", "reviews-1", "reviews", []discoveryv1.EndpointPort{slicePort("http", 9080)},
 			ep{addr: "10.0.0.1", pod: "reviews-v1-abc"}, ep{addr: "10.0.0.9", ready: ptr(false)}))

@@ -10,12 +10,14 @@
 //
 //   - services: Service → serviceInfo (the model.Service, target ports,
 //     problems);
-//   - workloads: Pod (+ its Node for locality, its Namespace for network) →
-//     model.WorkloadInstance, the endpoint template of the pod;
+//   - workloads: Pod (+ its Node for locality, the system namespace and
+//     meshNetworks for network) → model.WorkloadInstance, the endpoint
+//     template of the pod;
 //   - podIPs: workload → one entry per namespace/IP, to find the pod behind
 //     an endpoint without a targetRef;
 //   - slices: EndpointSlice (+ its Service and the workloads it names) →
-//     sliceInfo, the endpoints of that slice.
+//     sliceInfo, the endpoints of that slice;
+//   - gateways: service → the network gateways it is (network.go).
 //
 // Handlers turn their events into XDSUpdater calls: a service added, changed
 // or deleted is a SvcUpdate plus a full ConfigUpdate keyed
@@ -23,7 +25,8 @@
 // endpoints of its one service (the union of that service's slices, found
 // through an index) and sends one EDSUpdate — no other service is touched.
 // Headless services also get a full push, since proxies build listeners per
-// endpoint address. A workload change is a ProxyUpdate for its IPs.
+// endpoint address. A workload change is a ProxyUpdate for its IPs. A
+// change of the cluster's network gateways is a forced push.
 //
 // # Rules
 //
@@ -40,4 +43,8 @@
 //   - Malformed Service ports (number out of range, duplicate number) are
 //     dropped and reported; the rest of the Service is served.
 //   - Objects of namespaces the discovery selectors exclude are ignored.
+//   - An endpoint's network is its pod's topology.istio.io/network label,
+//     else that label on the system namespace (Options.SystemNamespace) of
+//     this cluster, else meshNetworks (fromRegistry naming the cluster, else
+//     fromCidr holding the IP), else none (network.go).
 package kube

@@ -52,7 +52,7 @@ func (c *Controller) buildSlice(ctx krt.HandlerContext, es *discoveryv1.Endpoint
 		return info
 	}
 	wls := c.fetchSliceWorkloads(ctx, es)
-	var bare *model.IstioEndpoint
+	var bare map[string]*model.IstioEndpoint // by network
 	for _, e := range es.Endpoints {
 		health := endpointHealth(e.Conditions)
 		for _, addr := range e.Addresses {
@@ -61,10 +61,15 @@ func (c *Controller) buildSlice(ctx krt.HandlerContext, es *discoveryv1.Endpoint
 				continue
 			}
 			if tmpl == nil {
-				if bare == nil {
-					bare = c.bareTemplate(ctx, es.Namespace, st)
+				// no pod: the network is the address's
+				network := c.endpointNetwork(ctx, addr, nil, st)
+				if tmpl = bare[network]; tmpl == nil {
+					if bare == nil {
+						bare = map[string]*model.IstioEndpoint{}
+					}
+					tmpl = c.bareTemplate(network)
+					bare[network] = tmpl
 				}
-				tmpl = bare
 			}
 			addrs := []string{addr} // shared by the endpoints of each port: read-only
 			for _, p := range es.Ports {
@@ -151,8 +156,7 @@ func (w sliceWorkloads) template(ns, addr string, ref *corev1.ObjectReference) (
 
 // bareTemplate is the metadata of an endpoint without a pod: cluster and
 // network, no identity.
-func (c *Controller) bareTemplate(ctx krt.HandlerContext, ns string, st *settings) *model.IstioEndpoint {
-	network := c.namespaceNetwork(ctx, ns, st)
+func (c *Controller) bareTemplate(network string) *model.IstioEndpoint {
 	return &model.IstioEndpoint{
 		Labels:   model.AugmentLabels(nil, c.opts.ClusterID, "", "", network),
 		Network:  network,

@@ -20,6 +20,7 @@ func (c *Controller) registerHandlers() {
 		c.services.RegisterBatch(c.onServiceEvents, true),
 		c.slices.RegisterBatch(c.onSliceEvents, true),
 		c.workloads.RegisterBatch(c.onWorkloadEvents, false),
+		c.gateways.RegisterBatch(c.onGatewayEvents, false),
 		countEvents(c.inputs.Services, "Services"),
 		countEvents(c.inputs.EndpointSlices, "EndpointSlice"),
 		countEvents(c.inputs.Pods, "Pods"),

@@ -34,10 +34,7 @@ func (c *Controller) buildWorkload(ctx krt.HandlerContext, pod *corev1.Pod) *mod
 			locality = nodeLocality((*node).Labels)
 		}
 	}
-	network := pod.Labels[model.NetworkLabel]
-	if network == "" {
-		network = c.namespaceNetwork(ctx, pod.Namespace, st)
-	}
+	network := c.endpointNetwork(ctx, pod.Status.PodIP, pod.Labels, st)
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
@@ -72,16 +69,6 @@ func (c *Controller) buildWorkload(ctx krt.HandlerContext, pod *corev1.Pod) *mod
 		Endpoint:  ep,
 		PortMap:   containerPorts(pod),
 	}
-}
-
-// namespaceNetwork is the network label of a namespace, else the default.
-func (c *Controller) namespaceNetwork(ctx krt.HandlerContext, ns string, st *settings) string {
-	if n := krt.FetchOne(ctx, c.namespaces, krt.FilterKey(ns)); n != nil {
-		if v := (*n).Labels[model.NetworkLabel]; v != "" {
-			return v
-		}
-	}
-	return st.DefaultNetwork
 }
 
 func podIPs(pod *corev1.Pod) []string {

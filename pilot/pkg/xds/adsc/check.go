@@ -81,7 +81,7 @@ func (c *Client) checkDelta(m *discovery.DeltaDiscoveryResponse) (*Response, err
 	}
 	r := &Response{TypeURL: m.TypeUrl, Version: m.SystemVersionInfo, Nonce: m.Nonce, Resources: map[string]proto.Message{}, Removed: m.RemovedResources}
 	for _, res := range m.Resources {
-		if res.Name == "" || res.Version == "" {
+		if res.Name == "" || (res.Version == "" && !c.cfg.Unversioned) {
 			return nil, fmt.Errorf("%s delta resource without a name or version", m.TypeUrl)
 		}
 		msg, err := decode(m.TypeUrl, res.Resource)

@@ -2,6 +2,7 @@ package adsc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -39,6 +40,10 @@ type Config struct {
 	Delta bool
 	// NoAutoACK leaves ACKs to the caller.
 	NoAutoACK bool
+	// Unversioned accepts delta resources without a version (Istio's
+	// istiod sends its workload API's authorizations so); the other wire
+	// rules hold.
+	Unversioned bool
 	// DialOptions replace the default plaintext transport (TLS
 	// credentials, per-RPC tokens).
 	DialOptions []grpc.DialOption
@@ -129,6 +134,19 @@ func (c *Client) Watch(typeURL string, names ...string) error {
 	return c.sotw.Send(&discovery.DiscoveryRequest{Node: c.nodeOnce(), TypeUrl: typeURL, ResourceNames: names})
 }
 
+// Unwatch ends a delta subscription to names and forgets what is held of
+// them, as Envoy does when the listener that named them goes (a
+// state-of-the-world client replaces its names with Watch instead).
+func (c *Client) Unwatch(typeURL string, names ...string) error {
+	c.mu.Lock()
+	for _, n := range names {
+		delete(c.state[typeURL], n)
+		delete(c.version[typeURL], n)
+	}
+	c.mu.Unlock()
+	return c.dlt.Send(&discovery.DeltaDiscoveryRequest{Node: c.nodeOnce(), TypeUrl: typeURL, ResourceNamesUnsubscribe: names})
+}
+
 // Reconnect-style watch: a delta subscription that declares what is held.
 func (c *Client) WatchWithInitialVersions(typeURL string, initial map[string]string, names ...string) error {
 	return c.dlt.Send(&discovery.DeltaDiscoveryRequest{Node: c.nodeOnce(), TypeUrl: typeURL,
@@ -153,6 +171,9 @@ type result struct {
 	r   *Response
 	err error
 }
+
+// errNoResponse is what Next returns when nothing came in time.
+var errNoResponse = errors.New("no response")
 
 // receiveLoop checks and queues every response until the stream ends.
 func (c *Client) receiveLoop() {
@@ -184,7 +205,7 @@ func (c *Client) Next(timeout time.Duration) (*Response, error) {
 		}
 		return res.r, nil
 	case <-time.After(timeout):
-		return nil, fmt.Errorf("no response within %v", timeout)
+		return nil, fmt.Errorf("%w within %v", errNoResponse, timeout)
 	}
 }
 

@@ -2,6 +2,7 @@ package adsc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -50,13 +51,9 @@ func Fetch(ctx context.Context, addr string, cfg Config) (Snapshot, error) {
 			return nil, err
 		}
 	}
-	if names := c.EDSServiceNames(); len(names) > 0 {
-		if err := c.Watch(endpointType, names...); err != nil {
-			return nil, err
-		}
-		if err := awaitType(c, endpointType); err != nil {
-			return nil, err
-		}
+	asked := map[string][]string{} // by type: the names last asked for
+	if err := follow(c, endpointType, c.EDSServiceNames, asked); err != nil {
+		return nil, err
 	}
 	if err := c.Watch(listenerType); err != nil {
 		return nil, err
@@ -64,12 +61,34 @@ func Fetch(ctx context.Context, addr string, cfg Config) (Snapshot, error) {
 	if err := awaitType(c, listenerType); err != nil {
 		return nil, err
 	}
-	if names := c.RouteConfigNames(); len(names) > 0 {
-		if err := c.Watch(routeType, names...); err != nil {
+	if err := follow(c, routeType, c.RouteConfigNames, asked); err != nil {
+		return nil, err
+	}
+	// A push may have come between two requests (a config change while
+	// the client asked): new clusters or listeners then name load
+	// assignments or route configurations not asked for yet. Ask again,
+	// as Envoy does, until a quiet moment finds the subscriptions
+	// complete.
+	for round := 0; ; round++ {
+		if err := quiet(c); err != nil {
 			return nil, err
 		}
-		if err := awaitType(c, routeType); err != nil {
-			return nil, err
+		eds, rds := !slices.Equal(asked[endpointType], c.EDSServiceNames()), !slices.Equal(asked[routeType], c.RouteConfigNames())
+		if !eds && !rds {
+			break
+		}
+		if round == maxFollowRounds {
+			return nil, fmt.Errorf("subscriptions still changing after %d rounds: the control plane keeps pushing", round)
+		}
+		if eds {
+			if err := follow(c, endpointType, c.EDSServiceNames, asked); err != nil {
+				return nil, err
+			}
+		}
+		if rds {
+			if err := follow(c, routeType, c.RouteConfigNames, asked); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := Snapshot{}
@@ -80,6 +99,43 @@ func Fetch(ctx context.Context, addr string, cfg Config) (Snapshot, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxFollowRounds bounds how often Fetch asks again for names that pushes
+// added while it asked.
+const maxFollowRounds = 20
+
+// quietWait is how long Fetch waits for a push before it takes the
+// stream as quiet; quietMax bounds the wait when pushes keep coming (the
+// subscriptions are then checked as they are).
+const quietWait, quietMax = 200 * time.Millisecond, 2 * time.Second
+
+// follow subscribes to the names of typ that what is held names (none:
+// no request) and waits for the answer; asked records them.
+func follow(c *Client, typ string, names func() []string, asked map[string][]string) error {
+	ns := names()
+	asked[typ] = ns
+	if len(ns) == 0 {
+		return nil
+	}
+	if err := c.Watch(typ, ns...); err != nil {
+		return err
+	}
+	return awaitType(c, typ)
+}
+
+// quiet reads responses until none comes within quietWait, or for
+// quietMax.
+func quiet(c *Client) error {
+	for start := time.Now(); time.Since(start) < quietMax; {
+		if _, err := c.Next(quietWait); err != nil {
+			if errors.Is(err, errNoResponse) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // awaitType reads responses until one of typ arrives (a push of another type

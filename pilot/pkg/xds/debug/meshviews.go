@@ -2,6 +2,8 @@ package debug
 
 import (
 	"net/http"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
 )
 
 // ClusterInfo is one cluster of /debug/clusterz, as Istio's cluster
@@ -35,10 +37,15 @@ func (d *Debug) clusterz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, out)
 }
 
-// networkz lists the cross-network gateways: none, as this control plane
-// has no meshNetworks gateways (null, as Istio writes an empty list).
+// networkz lists the network gateways of the current snapshot in Istio's
+// shape (its NetworkGateway struct, sorted by address and port; null when
+// there is none, as Istio writes it).
 func (d *Debug) networkz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, r, []any(nil))
+	var out []model.NetworkGateway
+	if d.opts.XDS != nil {
+		out = d.opts.XDS.PushContext().NetworkGateways().All()
+	}
+	writeJSON(w, r, out)
 }
 
 // mcsz lists the Kubernetes MCS services (ServiceExports and

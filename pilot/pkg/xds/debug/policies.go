@@ -89,8 +89,8 @@ func (d *Debug) authorizationz(w http.ResponseWriter, r *http.Request) {
 }
 
 // pushContext serves Istio's view of the push context: the authorization
-// policies and the network gateways (none: this control plane has no
-// cross-network gateways).
+// policies and the network gateways (those EDS uses, with an IP address,
+// and all of them).
 func (d *Debug) pushContext(w http.ResponseWriter, r *http.Request) {
 	pc := d.opts.XDS.PushContext()
 	if pc == nil {
@@ -99,9 +99,10 @@ func (d *Debug) pushContext(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, r, struct {
 		AuthorizationPolicies authorizationPolicies
-		NetworkGateways       []any
-		UnresolvedGateways    []any
-	}{AuthorizationPolicies: d.authorizationPolicies(pc)})
+		NetworkGateways       []model.NetworkGateway
+		UnresolvedGateways    []model.NetworkGateway
+	}{AuthorizationPolicies: d.authorizationPolicies(pc), NetworkGateways: pc.NetworkGateways().All(),
+		UnresolvedGateways: pc.UnresolvedNetworkGateways()})
 }
 
 // telemetryLevels is Istio's key of the Telemetry resources that apply to

@@ -169,4 +169,16 @@ type edsKey struct {
 	rule     *model.ConsolidatedDestRule
 	network  string
 	locality string
+	// local is the proxy's cluster for a cluster-local service ("" for
+	// the others, whose endpoints are those of every cluster)
+	local string
+	// gateways are the snapshot's network gateways (the same pointer while
+	// they do not change); with some, endpoints of other networks are
+	// replaced by gateways the proxy's IP family (ipMode) and type
+	// (sidecar) can use
+	gateways *model.NetworkGateways
+	ipMode   model.IPMode
+	sidecar  bool
+	// networkView is the proxy's REQUESTED_NETWORK_VIEW, comma-joined
+	networkView string
 }

@@ -2,6 +2,7 @@ package generators
 
 import (
 	"sort"
+	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -14,8 +15,9 @@ import (
 
 // endpoints is the sidecar EDS generator: one load assignment per watched
 // outbound cluster. An assignment depends on the proxy only through what
-// its sidecar scope sees (service, destination rule), its network and its
-// locality, so proxies that share those share it (see edsKey).
+// its sidecar scope sees (service, destination rule), its network, its
+// locality and, when network gateways exist, its IP family and type, so
+// proxies that share those share it (see edsKey).
 func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource, req *model.PushRequest) (xds.Generated, error) {
 	push := req.Push
 	names := w.Names()
@@ -43,7 +45,18 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 		}
 		eps, version := g.orderedEndpoints(svc)
 		dr := destinationRule(push, proxy, svc)
-		key := edsKey{cluster: name, svc: svc, rule: dr, network: proxyNetwork(proxy), locality: proxy.Locality}
+		key := edsKey{cluster: name, svc: svc, rule: dr, network: proxyNetwork(proxy), locality: proxy.Locality,
+			gateways: push.NetworkGateways(), networkView: strings.Join(networkView(proxy), ",")}
+		if key.gateways.IsMultiNetworkEnabled() {
+			// which gateways a proxy may use depends on its IP family and type
+			key.ipMode, key.sidecar = proxy.IPMode(), proxy.Type == model.SidecarProxy
+		}
+		if push.IsClusterLocal(svc) {
+			// only the endpoints of the proxy's own cluster, as Istio
+			// keeps a cluster-local service's
+			key.local = proxy.ClusterID()
+			eps = clusterEndpoints(eps, key.local)
+		}
 		out.Append(g.eds.get(&g.slots, push, key, version, func() xds.Generated {
 			la := loadAssignmentFor(push, proxy, dr.Rule(), svc, p, subset, name, eps)
 			if sniDNAT {
@@ -59,10 +72,22 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 
 func clusterNameOf(l *loadAssignment) string { return l.ClusterName }
 
+// clusterEndpoints are the endpoints of one cluster.
+func clusterEndpoints(eps []*model.IstioEndpoint, cluster string) []*model.IstioEndpoint {
+	out := make([]*model.IstioEndpoint, 0, len(eps))
+	for _, ep := range eps {
+		if ep.Locality.ClusterID == cluster {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
 // loadAssignmentFor builds the assignment of one cluster of a service port
 // (and subset) from the service's endpoints.
 func loadAssignmentFor(push *model.PushContext, proxy *model.Proxy, dr *config.Config, svc *model.Service, p *model.Port, subset, name string, eps []*model.IstioEndpoint) *loadAssignment {
-	opts := endpoint.Options{PortName: p.Name, Network: proxyNetwork(proxy)}
+	opts := endpoint.Options{PortName: p.Name, Network: proxyNetwork(proxy), Gateways: push.NetworkGateways(),
+		IPMode: proxy.IPMode(), Sidecar: proxy.Type == model.SidecarProxy, NetworkView: networkView(proxy)}
 	var subsetPolicy *networking.TrafficPolicy
 	if subset != "" {
 		opts.SubsetLabels, subsetPolicy = subsetOf(dr, subset)
@@ -123,6 +148,13 @@ func proxyNetwork(p *model.Proxy) string {
 		return ""
 	}
 	return p.Metadata.Network
+}
+
+func networkView(p *model.Proxy) []string {
+	if p.Metadata == nil {
+		return nil
+	}
+	return p.Metadata.RequestedNetworkView
 }
 
 // subsetOf returns a subset's labels (nil when the rule has no such subset)

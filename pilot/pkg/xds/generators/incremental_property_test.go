@@ -3,7 +3,10 @@ package generators_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	typev1beta1 "istio.io/api/type/v1beta1"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/serviceentry"
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
 	"github.com/meshplane/istiod/pilot/pkg/xds/generators"
@@ -25,17 +29,24 @@ import (
 	"github.com/meshplane/istiod/pkg/config/schema/kind"
 )
 
+// checkEvery is how many events pass between two comparisons; propertySeeds
+// is how many random sequences run.
+var checkEvery, propertySeeds = 10, 4
+
 // What a sidecar holds after any sequence of config events, each pushed
 // incrementally (the push context rebuilt from the last one, only the
 // changed kind's indexes anew; the generators' caches warm from every
 // earlier push), is what a fresh server builds whole from the final
 // config: clusters, listeners and routes, to the field. Random sequences
 // of VirtualService, DestinationRule, PeerAuthentication,
-// AuthorizationPolicy and Sidecar events, checked every few events.
+// AuthorizationPolicy and ServiceEntry events (the ServiceEntry registry's
+// pushes merged in, as the push engine merges them), checked every few
+// events; and a state-of-the-world sidecar of the same workload that watches
+// one route configuration only does not change what a new connection gets.
 func TestIncrementalPushesEqualFullBuild(t *testing.T) {
-	for seed := range uint64(3) {
+	for seed := range uint64(propertySeeds) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			env, idx := bookinfoEnv(t)
+			env, idx, registry := bookinfoEnvWithEntries(t)
 			gens := func() *generators.SidecarGenerators {
 				return &generators.SidecarGenerators{Endpoints: idx, Discovery: env.ServiceDiscovery()}
 			}
@@ -47,13 +58,34 @@ func TestIncrementalPushesEqualFullBuild(t *testing.T) {
 			live := xdstest.Dial(t, s, proxy)
 			xdstest.WatchInTurn(t, live, xdstest.Watch{Type: xds.ClusterType}, xdstest.Watch{Type: xds.ListenerType})
 			routes := follow(t, live, nil)
+			// a state-of-the-world sidecar of the same workload that
+			// watches one route configuration only (a proxy whose other
+			// listeners are still warming): the others are generated for
+			// nobody until a fresh client asks
+			sotw := proxy
+			sotw.Delta = false
+			partial := xdstest.Dial(t, s, sotw)
+			xdstest.WatchInTurn(t, partial, xdstest.Watch{Type: xds.ClusterType}, xdstest.Watch{Type: xds.ListenerType},
+				xdstest.Watch{Type: xds.RouteType, Names: []string{"9080"}})
 
 			rng := rand.New(rand.NewPCG(seed, 28))
 			for step := 1; step <= 40; step++ {
+				since := registry.Seq()
 				key := randomEvent(t, rng, env.ConfigStore())
-				s.DS.PushFunc(env)(&model.PushRequest{Full: true, ConfigsUpdated: map[model.ConfigKey]struct{}{key: {}}})
+				t.Logf("step %d: %v", step, key)
+				updated := map[model.ConfigKey]struct{}{key: {}}
+				if key.Kind == kind.ServiceEntry {
+					// the push engine merges the store's event with the
+					// registry's (its services, keyed by host)
+					awaitEntries(t, env)
+					for k := range registryKeys(registry, since) {
+						updated[k] = struct{}{}
+					}
+				}
+				s.DS.PushFunc(env)(&model.PushRequest{Full: true, ConfigsUpdated: updated})
 				routes = follow(t, live, routes)
-				if step%10 != 0 {
+				drain(partial)
+				if step%checkEvery != 0 {
 					continue
 				}
 				fresh := xdstest.NewServer(t)
@@ -73,8 +105,99 @@ func TestIncrementalPushesEqualFullBuild(t *testing.T) {
 				for _, d := range diffs {
 					t.Errorf("after %d events (the last %v): %s", step, key, d)
 				}
+				// a new connection to the server that lived through the
+				// events gets what a fresh server sends
+				got, err := adsc.Fetch(context.Background(), s.Addr, sotw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range snapshotDiffs(got, want) {
+					t.Errorf("after %d events (the last %v), a new connection: %s", step, key, d)
+				}
 			}
 		})
+	}
+}
+
+// bookinfoEnvWithEntries is bookinfo's environment with the ServiceEntry
+// registry running on its store beside the Kubernetes services.
+// The registry's pushes are recorded.
+func bookinfoEnvWithEntries(t *testing.T) (*model.Environment, *model.EndpointIndex, *model.RecordingXDSUpdater) {
+	t.Helper()
+	env, idx := bookinfoEnv(t)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	rec := model.NewRecordingXDSUpdater(0)
+	se := serviceentry.NewController(env.ConfigStore().(model.ConfigStoreController), serviceentry.Options{
+		XDSUpdater: model.NewEndpointIndexUpdater(idx, rec), Stop: stop})
+	disc := withEntries{ServiceDiscovery: env.ServiceDiscovery(), entries: se}
+	out := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: env.ConfigStore(), ServiceDiscovery: disc, EndpointIndex: idx})
+	awaitEntries(t, out) // the entries of the mesh's file
+	return out, idx, rec
+}
+
+// registryKeys are the config keys the registry pushed after seq,
+// waiting a moment for its push (none comes for an entry that changed no
+// service).
+func registryKeys(rec *model.RecordingXDSUpdater, seq uint64) map[model.ConfigKey]struct{} {
+	stop := make(chan struct{})
+	time.AfterFunc(time.Second, func() { close(stop) })
+	rec.WaitFor(stop, seq, func(e model.XDSEvent) bool { return e.Type == model.XDSEventConfig })
+	out := map[model.ConfigKey]struct{}{}
+	for _, e := range rec.Since(seq) {
+		if e.Type == model.XDSEventConfig {
+			for k := range e.Push.ConfigsUpdated {
+				out[k] = struct{}{}
+			}
+		}
+	}
+	return out
+}
+
+// withEntries adds the ServiceEntry registry's services to a discovery.
+type withEntries struct {
+	model.ServiceDiscovery
+	entries *serviceentry.Controller
+}
+
+func (d withEntries) Services() []*model.Service {
+	return append(slices.Clone(d.ServiceDiscovery.Services()), d.entries.Services()...)
+}
+
+func (d withEntries) GetService(h string) *model.Service {
+	if s := d.ServiceDiscovery.GetService(h); s != nil {
+		return s
+	}
+	return d.entries.GetService(h)
+}
+
+// awaitEntries waits until the registry's services are those of the
+// store's ServiceEntries (the registry follows the store's events on its
+// own goroutine).
+func awaitEntries(t *testing.T, env *model.Environment) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, c := range env.ConfigStore().List(gvk.ServiceEntry, "") {
+		se := c.Spec.(*networking.ServiceEntry)
+		want[fmt.Sprint(se.Hosts[0], se.Ports[0].Number, se.Ports[0].Protocol)] = true
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := map[string]bool{}
+		for _, s := range env.ServiceDiscovery().Services() {
+			if s.Attributes.ServiceRegistry == model.External {
+				for _, p := range s.Ports {
+					got[fmt.Sprint(s.Hostname, p.Port, p.Protocol)] = true
+				}
+			}
+		}
+		if maps.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ServiceEntry registry has %v, the store %v", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -98,6 +221,11 @@ func follow(t *testing.T, c *adsc.Client, routes []string) []string {
 		}
 		if err := c.Watch(xds.RouteType, names...); err != nil {
 			t.Fatal(err)
+		}
+		if gone := slices.DeleteFunc(slices.Clone(routes), func(n string) bool { return slices.Contains(names, n) }); len(gone) > 0 {
+			if err := c.Unwatch(xds.RouteType, gone...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		routes = names
 	}
@@ -130,6 +258,40 @@ func heldDifferences(c *adsc.Client, want adsc.Snapshot) []string {
 	return out
 }
 
+// drain reads what the server sends until it is quiet.
+func drain(c *adsc.Client) {
+	for {
+		if _, err := c.Next(50 * time.Millisecond); err != nil {
+			return
+		}
+	}
+}
+
+// snapshotDiffs compares two fetched snapshots, endpoints aside.
+func snapshotDiffs(got, want adsc.Snapshot) []string {
+	var out []string
+	for _, short := range []string{"cds", "lds", "rds"} {
+		for n, g := range got[short] {
+			w, ok := want[short][n]
+			switch {
+			case !ok:
+				out = append(out, fmt.Sprintf("%s %s: sent, not in a full build", short, n))
+			case !proto.Equal(g, w):
+				gj, _ := protojson.Marshal(g)
+				wj, _ := protojson.Marshal(w)
+				out = append(out, fmt.Sprintf("%s %s differs:\n  sent %s\n  full %s", short, n, clip(gj), clip(wj)))
+			}
+		}
+		for n := range want[short] {
+			if _, ok := got[short][n]; !ok {
+				out = append(out, fmt.Sprintf("%s %s: in a full build, not sent", short, n))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func clip(b []byte) string {
 	if len(b) > 400 {
 		return string(b[:400]) + "…"
@@ -145,7 +307,7 @@ func randomEvent(t *testing.T, rng *rand.Rand, store model.ConfigStore) model.Co
 	t.Helper()
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
 	var cfg config.Config
-	switch rng.IntN(5) {
+	switch rng.IntN(6) {
 	case 0, 1:
 		host := pick(bookinfoHosts)
 		vs := &networking.VirtualService{Hosts: []string{host}}
@@ -182,6 +344,15 @@ func randomEvent(t *testing.T, rng *rand.Rand, store model.ConfigStore) model.Co
 			pa.PortLevelMtls = map[uint32]*security.PeerAuthentication_MutualTLS{9080: {Mode: modes[rng.IntN(len(modes))]}}
 		}
 		cfg = config.Config{Meta: config.Meta{GroupVersionKind: gvk.PeerAuthentication, Name: fmt.Sprintf("pa-%d", rng.IntN(2))}, Spec: pa}
+	case 5:
+		// an external host on a port bookinfo's services share or not
+		protos := []string{"HTTP", "TCP", "HTTPS"}
+		p := protos[rng.IntN(len(protos))]
+		n := rng.IntN(3) // one host per entry: two entries of a host make one service
+		se := &networking.ServiceEntry{Hosts: []string{fmt.Sprintf("ext-%d.example.com", n)},
+			Ports:      []*networking.ServicePort{{Number: []uint32{80, 9080, 443}[rng.IntN(3)], Name: strings.ToLower(p) + "-ext", Protocol: p}},
+			Resolution: networking.ServiceEntry_DNS, Location: networking.ServiceEntry_MESH_EXTERNAL}
+		cfg = config.Config{Meta: config.Meta{GroupVersionKind: gvk.ServiceEntry, Name: fmt.Sprintf("se-%d", n)}, Spec: se}
 	default:
 		ap := &security.AuthorizationPolicy{Rules: []*security.Rule{{From: []*security.Rule_From{{Source: &security.Source{
 			Principals: []string{"cluster.local/ns/bookinfo/sa/" + pick(bookinfoHosts)}}}}}}}
@@ -220,6 +391,8 @@ func kindOf(g config.GroupVersionKind) kind.Kind {
 		return kind.DestinationRule
 	case gvk.PeerAuthentication:
 		return kind.PeerAuthentication
+	case gvk.ServiceEntry:
+		return kind.ServiceEntry
 	default:
 		return kind.AuthorizationPolicy
 	}

@@ -9,13 +9,13 @@ import (
 
 // ConvertClass returns the class a GatewayClass object declares and the
 // status it should carry, or nils when its controller is not one of ours.
-func ConvertClass(cfg config.Config) (*Class, *gatewayv1.GatewayClassStatus) {
+func ConvertClass(opts Options, cfg config.Config) (*Class, *gatewayv1.GatewayClassStatus) {
 	spec, ok := cfg.Spec.(*gatewayv1.GatewayClassSpec)
 	if !ok || spec == nil {
 		return nil, nil
 	}
 	controller := string(spec.ControllerName)
-	if _, known := classInfos[controller]; !known {
+	if _, known := opts.classInfoOf(controller); !known {
 		return nil, nil
 	}
 	status := &gatewayv1.GatewayClassStatus{}
@@ -33,12 +33,12 @@ func ConvertClass(cfg config.Config) (*Class, *gatewayv1.GatewayClassStatus) {
 
 // ResolveClass returns the class of name: the declared one when a
 // GatewayClass exists (nil when it is another controller's), else the
-// builtin class of that name, else nil.
-func ResolveClass(name string, declared *Class, exists bool) *Class {
+// builtin class of that name (with opts' mode), else nil.
+func ResolveClass(opts Options, name string, declared *Class, exists bool) *Class {
 	if exists {
 		return declared
 	}
-	for _, b := range BuiltinClasses {
+	for _, b := range Builtins(opts.Ambient) {
 		if b.Name == name {
 			c := b
 			return &c

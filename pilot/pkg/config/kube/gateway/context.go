@@ -147,9 +147,9 @@ var _ Context = krtContext{}
 func (k krtContext) Class(name string) *Class {
 	e := krt.FetchOne(k.ctx, k.s.classes, krt.FilterKey(name))
 	if e == nil {
-		return ResolveClass(name, nil, false)
+		return ResolveClass(k.s.opts.Options, name, nil, false)
 	}
-	return ResolveClass(name, e.Class, true)
+	return ResolveClass(k.s.opts.Options, name, e.Class, true)
 }
 
 func (k krtContext) Namespaces() []NamespaceInfo { return krt.Fetch(k.ctx, k.s.in.Namespaces) }

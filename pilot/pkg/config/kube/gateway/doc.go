@@ -11,6 +11,12 @@
 // or changed conditions carry a zero lastTransitionTime, which the status
 // writer stamps when it writes.
 //
+// In ambient mode (Options.Ambient) the istio-waypoint class of
+// istio.io/mesh-controller is Istio's too: a waypoint Gateway gets its
+// status (its listeners must be HBONE on 15008, its Service is the
+// Gateway's name, its addresses both the IP and the hostname) and yields no
+// synthetic Gateway or VirtualService.
+//
 // Two drivers run it: Translate computes everything at once from a Snapshot
 // (tests, benchmarks), and Source keeps the results as krt collections over
 // a config store, recomputing only what an event touches; it is a read-only

@@ -23,7 +23,7 @@ func ConvertGateway(ctx Context, opts Options, cfg config.Config) GatewayResult 
 	if class == nil {
 		return GatewayResult{}
 	}
-	info, known := classInfos[class.Controller]
+	info, known := opts.classInfoOf(class.Controller)
 	if !known {
 		return GatewayResult{}
 	}
@@ -36,7 +36,7 @@ func ConvertGateway(ctx Context, opts Options, cfg config.Config) GatewayResult 
 		return GatewayResult{Status: status}
 	}
 	gw := gatewayState{ctx: ctx, opts: opts, cfg: cfg, spec: spec, status: status, info: info}
-	services, err := gatewayServices(opts, cfg, spec)
+	services, err := gatewayServices(opts, info, cfg, spec)
 	if len(services) == 0 && err != nil {
 		gw.report(services, nil, err, gw.clientCertificateError(), 0)
 		return GatewayResult{Status: status}
@@ -48,7 +48,7 @@ func ConvertGateway(ctx Context, opts Options, cfg config.Config) GatewayResult 
 	if isManaged(spec) {
 		serviceAccount = cfg.Annotations[annotationSAOverride]
 		if serviceAccount == "" {
-			serviceAccount = defaultName(cfg.Name, string(spec.GatewayClassName))
+			serviceAccount = defaultName(cfg.Name, string(spec.GatewayClassName), info)
 		}
 	}
 	conflicts := listenerConflicts(spec.Listeners)
@@ -68,6 +68,10 @@ func ConvertGateway(ctx Context, opts Options, cfg config.Config) GatewayResult 
 			continue
 		}
 		servers = append(servers, server)
+		if info.waypoint {
+			// a waypoint's listeners yield no synthetic Gateway
+			continue
+		}
 		listeners = append(listeners, gw.listener(l, server, programmed, services, serviceAccount))
 	}
 	gw.report(services, servers, err, gw.clientCertificateError(), valid)
@@ -136,14 +140,14 @@ func isManaged(spec *gatewayv1.GatewaySpec) bool {
 }
 
 // gatewayServices are the hostnames of the Services the Gateway's proxies
-// sit behind: the generated <gateway>-<class> Service when Istio deploys
-// it, else the Hostname addresses (short names expanded). Other address
+// sit behind: the generated <gateway>-<class> Service (<gateway> for a
+// waypoint) when Istio deploys it, else the Hostname addresses (short names expanded). Other address
 // types are reported as a soft error.
-func gatewayServices(opts Options, cfg config.Config, spec *gatewayv1.GatewaySpec) ([]string, *ConfigError) {
+func gatewayServices(opts Options, info classInfo, cfg config.Config, spec *gatewayv1.GatewaySpec) ([]string, *ConfigError) {
 	if isManaged(spec) {
 		name := cfg.Annotations[annotationNameOverride]
 		if name == "" {
-			name = defaultName(cfg.Name, string(spec.GatewayClassName))
+			name = defaultName(cfg.Name, string(spec.GatewayClassName), info)
 		}
 		return []string{serviceHostname(name, cfg.Namespace, opts.DomainSuffix)}, nil
 	}

@@ -37,11 +37,16 @@ func (g *gatewayState) buildListener(index int, l gatewayv1.Listener) (*istio.Se
 		ok = false
 	}
 	hosts := hostnameMatch(g.ctx, g.cfg.Namespace, l)
-	protocol, perr := listenerProtocol(l.Protocol)
+	protocol, perr := listenerProtocol(l.Protocol, g.info.waypoint)
 	if perr != nil {
 		conds[string(gatewayv1.ListenerConditionAccepted)].err = &ConfigError{Reason: string(gatewayv1.ListenerReasonUnsupportedProtocol),
 			Message: perr.Error()}
 		ok = false
+	}
+	if g.info.waypoint && (l.Port != waypointPort || l.Protocol != protocolHBONE) {
+		// as in Istio, reported but still counted as valid
+		conds[string(gatewayv1.ListenerConditionAccepted)].err = &ConfigError{Reason: string(gatewayv1.ListenerReasonUnsupportedProtocol),
+			Message: `Expected a single listener on port 15008 with protocol "HBONE"`}
 	}
 	server := &istio.Server{
 		// one server per synthetic Gateway, so they can all share a name
@@ -130,17 +135,26 @@ func sameRouteKind(a, b gatewayv1.RouteGroupKind) bool {
 	return a.Kind == b.Kind && orDefault(a.Group, gatewayv1.GroupName) == orDefault(b.Group, gatewayv1.GroupName)
 }
 
+const (
+	protocolHBONE gatewayv1.ProtocolType = "HBONE"
+	waypointPort                         = 15008
+)
+
 var supportedProtocols = map[gatewayv1.ProtocolType]bool{
 	gatewayv1.HTTPProtocolType: true, gatewayv1.HTTPSProtocolType: true,
-	gatewayv1.TLSProtocolType: true, gatewayv1.TCPProtocolType: true, "HBONE": true,
+	gatewayv1.TLSProtocolType: true, gatewayv1.TCPProtocolType: true, protocolHBONE: true,
 }
 
-// listenerProtocol maps a listener protocol to the Istio server protocol.
-func listenerProtocol(p gatewayv1.ProtocolType) (string, error) {
+// listenerProtocol maps a listener protocol to the Istio server protocol;
+// HBONE is a waypoint's only.
+func listenerProtocol(p gatewayv1.ProtocolType, waypoint bool) (string, error) {
 	switch p {
 	case gatewayv1.HTTPProtocolType, gatewayv1.HTTPSProtocolType, gatewayv1.TLSProtocolType, gatewayv1.TCPProtocolType:
 		return string(p), nil
-	case "HBONE":
+	case protocolHBONE:
+		if waypoint {
+			return string(p), nil
+		}
 		return "", fmt.Errorf("protocol %q is only supported for waypoint proxies", p)
 	}
 	if up := gatewayv1.ProtocolType(strings.ToUpper(string(p))); supportedProtocols[up] {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -14,9 +15,15 @@ const (
 	// UnmanagedControllerName is the controller of remote Gateways: Istio
 	// reports their status but generates no configuration for them.
 	UnmanagedControllerName = "istio.io/unmanaged-gateway"
-	// DefaultClassName and RemoteClassName are the builtin GatewayClasses.
-	DefaultClassName = "istio"
-	RemoteClassName  = "istio-remote"
+	// MeshControllerName is the controller of waypoints (ambient mode
+	// only): Istio deploys them from the waypoint template and derives no
+	// Gateway or VirtualService from them.
+	MeshControllerName = "istio.io/mesh-controller"
+	// DefaultClassName and RemoteClassName are the builtin GatewayClasses;
+	// WaypointClassName is builtin too when ambient mode is on.
+	DefaultClassName  = "istio"
+	RemoteClassName   = "istio-remote"
+	WaypointClassName = "istio-waypoint"
 )
 
 // Istio's names for what it generates.
@@ -57,19 +64,50 @@ type classInfo struct {
 	// addressType is the address kind reported without external addresses
 	// ("" for both).
 	addressType gatewayv1.AddressType
+	// waypoint: the listeners are checked and reported, but yield no
+	// synthetic Gateway (so no route attaches through them).
+	waypoint bool
+	// noNameSuffix: the generated objects are named after the Gateway,
+	// without -<class>.
+	noNameSuffix bool
+	// ambientOnly: the controller is Istio's only in ambient mode.
+	ambientOnly bool
 }
 
 var classInfos = map[string]classInfo{
 	ControllerName: {description: "The default Istio GatewayClass", addressType: gatewayv1.HostnameAddressType},
 	UnmanagedControllerName: {description: "Remote to this cluster. Does not deploy or affect configuration.",
 		disableRouteGeneration: true, addressType: gatewayv1.HostnameAddressType},
+	MeshControllerName: {description: "The default Istio waypoint GatewayClass", waypoint: true, noNameSuffix: true,
+		ambientOnly: true},
+}
+
+// classInfoOf is what Istio knows of controller with these options; false
+// when the controller is not one of ours.
+func (o Options) classInfoOf(controller string) (classInfo, bool) {
+	ci, ok := classInfos[controller]
+	if !ok || (ci.ambientOnly && !o.Ambient) {
+		return classInfo{}, false
+	}
+	return ci, true
 }
 
 // BuiltinClasses are the GatewayClasses Istio creates when missing, with
-// their controller, in creation order.
+// their controller, in creation order, when ambient mode is off
+// (Builtins says which with the mode).
 var BuiltinClasses = []Class{
 	{Name: DefaultClassName, Controller: ControllerName},
 	{Name: RemoteClassName, Controller: UnmanagedControllerName},
+}
+
+// Builtins are the builtin GatewayClasses: BuiltinClasses, and
+// istio-waypoint in ambient mode. The slice is the caller's.
+func Builtins(ambient bool) []Class {
+	out := slices.Clone(BuiltinClasses)
+	if ambient {
+		out = append(out, Class{Name: WaypointClassName, Controller: MeshControllerName})
+	}
+	return out
 }
 
 // ClassDescription is the description Istio gives a builtin class.
@@ -134,8 +172,14 @@ func serviceHostname(name, namespace, domain string) string {
 }
 
 // defaultName is the name of a managed Gateway's Deployment, Service and
-// ServiceAccount: <gateway>-<class>.
-func defaultName(gateway, class string) string { return gateway + "-" + class }
+// ServiceAccount: <gateway>-<class>, or <gateway> for classes without the
+// suffix (waypoints).
+func defaultName(gateway, class string, info classInfo) string {
+	if info.noNameSuffix {
+		return gateway
+	}
+	return gateway + "-" + class
+}
 
 func orDefault[T any](p *T, def T) T {
 	if p == nil {

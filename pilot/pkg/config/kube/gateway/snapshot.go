@@ -50,17 +50,18 @@ type snapshotContext struct {
 	secrets    map[string]map[string][]byte
 	configMaps map[string]map[string]string
 	listeners  map[types.NamespacedName][]ParentInfo
+	opts       Options
 }
 
 var _ Context = (*snapshotContext)(nil)
 
-func newSnapshotContext(s Snapshot) *snapshotContext {
-	c := &snapshotContext{classes: map[string]*Class{}, declared: map[string]bool{},
+func newSnapshotContext(s Snapshot, opts Options) *snapshotContext {
+	c := &snapshotContext{opts: opts, classes: map[string]*Class{}, declared: map[string]bool{},
 		services: map[string]*ServiceInfo{}, byHost: map[string][]string{}, seHosts: map[string][]string{}, grants: map[string][]Grant{},
 		secrets: s.Secrets, configMaps: s.ConfigMaps, listeners: map[types.NamespacedName][]ParentInfo{}}
 	for _, gc := range s.GatewayClasses {
 		c.declared[gc.Name] = true
-		if cl, _ := ConvertClass(gc); cl != nil {
+		if cl, _ := ConvertClass(opts, gc); cl != nil {
 			c.classes[gc.Name] = cl
 		}
 	}
@@ -91,7 +92,7 @@ func newSnapshotContext(s Snapshot) *snapshotContext {
 }
 
 func (c *snapshotContext) Class(name string) *Class {
-	return ResolveClass(name, c.classes[name], c.declared[name])
+	return ResolveClass(c.opts, name, c.classes[name], c.declared[name])
 }
 
 func (c *snapshotContext) Namespaces() []NamespaceInfo { return c.nsList }
@@ -131,10 +132,10 @@ func (c *snapshotContext) Listeners(namespace, name string) []ParentInfo {
 
 // Translate translates a whole snapshot at once.
 func Translate(s Snapshot, opts Options) Output {
-	ctx := newSnapshotContext(s)
+	ctx := newSnapshotContext(s, opts)
 	var out Output
 	for _, gc := range s.GatewayClasses {
-		if _, st := ConvertClass(gc); st != nil {
+		if _, st := ConvertClass(opts, gc); st != nil {
 			out.Statuses = append(out.Statuses, ObjectStatus{Kind: gvk.GatewayClass, Name: gc.Name, Generation: gc.Generation, Status: st})
 		}
 	}

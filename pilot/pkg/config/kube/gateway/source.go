@@ -76,7 +76,7 @@ func NewSource(in Inputs, opts SourceOptions) *Source {
 	s := &Source{View: storeview.New(), opts: opts, in: withDefaults(in, opts)}
 	in = s.in
 	s.classes = krt.NewCollection(in.GatewayClasses, func(_ krt.HandlerContext, c config.Config) *classEntry {
-		class, st := ConvertClass(c)
+		class, st := ConvertClass(opts.Options, c)
 		e := &classEntry{Name: c.Name, Class: class}
 		if st != nil {
 			e.Status = ObjectStatus{Kind: gvk.GatewayClass, Name: c.Name, Generation: c.Generation, Status: st}

@@ -13,6 +13,10 @@ type Options struct {
 	// DomainSuffix is the cluster domain: a Service backend becomes
 	// <name>.<namespace>.svc.<DomainSuffix>.
 	DomainSuffix string
+	// Ambient is ambient mode (PILOT_ENABLE_AMBIENT with its waypoints):
+	// the istio-waypoint class and controller istio.io/mesh-controller are
+	// Istio's.
+	Ambient bool
 }
 
 // Context answers the translation's questions about the rest of the world.

@@ -46,6 +46,7 @@ type harnessOpts struct {
 	objects      []runtime.Object
 	revision     string
 	listenerSets []config.Config
+	ambient      bool
 }
 
 func newHarness(t *testing.T, o harnessOpts, gateways ...config.Config) *harness {
@@ -73,7 +74,7 @@ func newHarness(t *testing.T, o harnessOpts, gateways ...config.Config) *harness
 		Kube: client, Gateways: h.gateways, ListenerSets: sets, ConfigMaps: cms, Namespaces: nss,
 		Injection: func() *inject.Config { return o.injection }, InjectionName: "istio-system/istio-sidecar-injector",
 		Mesh: mesh.DefaultMeshConfig, SystemNamespace: "istio-system", ManualDeployment: true, Problems: h.board,
-		Env: Environment{ClusterID: "Kubernetes", Revision: o.revision, CopyLabelsAnnotations: true},
+		Env: Environment{ClusterID: "Kubernetes", Revision: o.revision, CopyLabelsAnnotations: true, Ambient: o.ambient},
 	})
 	done := make(chan struct{})
 	go func() {

@@ -2,7 +2,14 @@
 // controller is istio.io/gateway-controller, the ServiceAccount, Deployment
 // and Service Istio generates for it (and the HorizontalPodAutoscaler and
 // PodDisruptionBudget a customization asks for), as Istio 1.31's gateway
-// deployment controller does.
+// deployment controller does. In ambient mode (Environment.Ambient) it does
+// the same for waypoints, Gateways of istio.io/mesh-controller (the builtin
+// istio-waypoint class): rendered from the waypoint template, named after
+// the Gateway without the class suffix, a ClusterIP Service, labeled
+// gateway.istio.io/managed=istio.io-mesh-controller, without the
+// istio.io/dataplane-mode=none label other classes get, and with the
+// injector's values.global.network as topology.istio.io/network unless the
+// Gateway sets it.
 //
 // It owns:
 //   - the template input (input.go): names <gateway>-<class> unless
@@ -10,8 +17,8 @@
 //     say otherwise, the Service ports (status-port 15021, one per listener
 //     port with appProtocol), networking.istio.io/service-type,
 //     spec.infrastructure labels and annotations (or the Gateway's own);
-//   - rendering (render.go): the kube-gateway template of the injection
-//     ConfigMap, executed by pkg/kube/inject's template engine (its parsed
+//   - rendering (render.go): the kube-gateway (or waypoint) template of the
+//     injection ConfigMap, executed by pkg/kube/inject's template engine (its parsed
 //     templates and functions), split into objects, customized by the
 //     ConfigMaps of spec.infrastructure.parametersRef and of the
 //     gateway.istio.io/defaults-for-class label (strategic merge patches),

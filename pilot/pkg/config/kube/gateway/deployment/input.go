@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/meshplane/istiod/pilot/pkg/config/kube/gateway"
 	"github.com/meshplane/istiod/pkg/kube/inject"
 )
 
@@ -32,6 +33,7 @@ const (
 	annotationControllerVersion = "gateway.istio.io/controller-version"
 	labelDataplaneMode          = "istio.io/dataplane-mode"
 	labelRevision               = "istio.io/rev"
+	labelNetwork                = "topology.istio.io/network"
 	infraReservedPrefix         = "gateway.networking.k8s.io/"
 	defaultProxyID              = 1337
 )
@@ -84,8 +86,10 @@ type Environment struct {
 	// QUICListeners adds a UDP port beside every HTTPS listener's
 	// (PILOT_ENABLE_QUIC_LISTENERS, default false).
 	QUICListeners bool
-	// Ambient labels what it generates istio.io/dataplane-mode=none unless
-	// the Gateway chooses (Istio does when its ambient waypoints are on).
+	// Ambient is ambient mode (Istio's waypoint controllers on): Gateways
+	// of istio.io/mesh-controller are deployed from the waypoint template,
+	// and what is generated for other classes is labeled
+	// istio.io/dataplane-mode=none unless the Gateway chooses.
 	Ambient bool
 }
 
@@ -109,12 +113,52 @@ type Source struct {
 // ServiceAccount: <gateway>-<class>.
 func DefaultName(gateway, class string) string { return gateway + "-" + class }
 
+// classSettings are what the generation differs in by controller.
+type classSettings struct {
+	// template is the injection template rendered.
+	template string
+	// noNameSuffix names the objects after the Gateway alone.
+	noNameSuffix bool
+	// serviceType is the Service type unless networking.istio.io/service-type says.
+	serviceType corev1.ServiceType
+}
+
+// classSettingsOf are the controllers whose Gateways are deployed (the mesh
+// controller's only in ambient mode: see deployable).
+var classSettingsOf = map[string]classSettings{
+	gateway.ControllerName:     {template: TemplateName, serviceType: corev1.ServiceTypeLoadBalancer},
+	gateway.MeshControllerName: {template: WaypointTemplateName, noNameSuffix: true, serviceType: corev1.ServiceTypeClusterIP},
+}
+
+// deployable returns the settings of controller; false when Istio deploys
+// nothing for its Gateways in this environment.
+func deployable(controller string, env Environment) (classSettings, bool) {
+	cs, ok := classSettingsOf[controller]
+	if !ok || (controller == gateway.MeshControllerName && !env.Ambient) {
+		return classSettings{}, false
+	}
+	return cs, true
+}
+
+// isMeshClass reports whether a class is named as a waypoint's or an
+// east-west gateway's: Istio tells them by name when labeling.
+func isMeshClass(class string) bool {
+	return strings.Contains(class, "waypoint") || strings.Contains(class, "east-west")
+}
+
 // NewTemplateInput builds the template input of s as Istio does.
 func NewTemplateInput(s Source, env Environment) TemplateInput {
 	gw := s.Gateway
 	class := string(gw.Spec.GatewayClassName)
+	settings, ok := classSettingsOf[s.Controller]
+	if !ok {
+		settings = classSettingsOf[gateway.ControllerName]
+	}
 	name := DefaultName(gw.Name, class)
-	serviceType := corev1.ServiceTypeLoadBalancer
+	if settings.noNameSuffix {
+		name = gw.Name
+	}
+	serviceType := settings.serviceType
 	if t, ok := gw.Annotations[annotationServiceType]; ok {
 		serviceType = corev1.ServiceType(t)
 	}
@@ -140,7 +184,7 @@ func NewTemplateInput(s Source, env Environment) TemplateInput {
 		ProxyConfig:               s.ProxyConfig,
 		MeshConfig:                s.Mesh,
 	}
-	if env.Ambient {
+	if env.Ambient && !isMeshClass(class) {
 		_, onGateway := gw.Labels[labelDataplaneMode]
 		_, onInfra := in.InfrastructureLabels[labelDataplaneMode]
 		if !onGateway && !onInfra {
@@ -148,10 +192,23 @@ func NewTemplateInput(s Source, env Environment) TemplateInput {
 		}
 	}
 	if s.Config != nil {
+		// a waypoint is on the mesh's network unless its Gateway says
+		if nw := globalNetwork(s.Config.Values); nw != "" && isMeshClass(class) {
+			if _, ok := gw.Labels[labelNetwork]; !ok {
+				in.InfrastructureLabels[labelNetwork] = nw
+			}
+		}
 		in.Values = s.Config.Values
 		in.ProxyImage = inject.ProxyImage(s.Config.Values, s.ProxyConfig.GetImage().GetImageType(), gw.Annotations)
 	}
 	return in
+}
+
+// globalNetwork is values.global.network of the injection configuration.
+func globalNetwork(values map[string]any) string {
+	g, _ := values["global"].(map[string]any)
+	nw, _ := g["network"].(string)
+	return nw
 }
 
 // managedValue is the gateway.istio.io/managed value of a controller.

@@ -37,7 +37,8 @@ func (c *Controller) reconcile(t *term, key string) error {
 	}
 	gw := toGateway(*cfg)
 	controller := c.controllerOf(string(gw.Spec.GatewayClassName))
-	if controller != gateway.ControllerName {
+	settings, ok := deployable(controller, c.opts.Env)
+	if !ok {
 		c.report(key, nil)
 		return nil
 	}
@@ -47,11 +48,11 @@ func (c *Controller) reconcile(t *term, key string) error {
 		c.report(key, nil)
 		return nil
 	}
-	objs, err := c.render(t, gw, controller, ns)
+	objs, err := c.render(t, gw, controller, settings.template, ns)
 	if err != nil {
 		if errors.Is(err, ErrNoConfig) {
 			err = fmt.Errorf("there is no injection configuration (ConfigMap %s missing or never valid), "+
-				"which holds the %s template: Istio generates nothing without it", c.opts.InjectionName, TemplateName)
+				"which holds the %s template: Istio generates nothing without it", c.opts.InjectionName, settings.template)
 		}
 		scope.Warnf("Gateway %s: not deployed: %v", key, err)
 		c.report(key, []diag.Problem{c.problem(key, diag.Error, "its Deployment, Service and ServiceAccount are not generated: "+err.Error())})
@@ -77,7 +78,7 @@ func (c *Controller) reconcile(t *term, key string) error {
 
 // render renders gw's objects with the current injection configuration,
 // mesh config, ProxyConfigs and customization ConfigMaps.
-func (c *Controller) render(t *term, gw *gatewayv1.Gateway, controller string, ns *corev1.Namespace) ([]*Object, error) {
+func (c *Controller) render(t *term, gw *gatewayv1.Gateway, controller, template string, ns *corev1.Namespace) ([]*Object, error) {
 	var cfg *inject.Config
 	if c.opts.Injection != nil {
 		cfg = c.opts.Injection()
@@ -98,7 +99,7 @@ func (c *Controller) render(t *term, gw *gatewayv1.Gateway, controller string, n
 	env := c.opts.Env
 	env.KubeVersion = t.kubeVersion
 	return Render(Source{Gateway: gw, Controller: controller, Namespace: ns, ListenerSetListeners: c.listenerSetListeners(gw),
-		Config: cfg, Mesh: mesh, ProxyConfig: pc}, env, TemplateName, overlays)
+		Config: cfg, Mesh: mesh, ProxyConfig: pc}, env, template, overlays)
 }
 
 // sync applies o unless the cluster's object already says what o says. It
@@ -298,7 +299,7 @@ func (c *Controller) controllerOf(class string) string {
 			return ""
 		}
 	}
-	for _, b := range gateway.BuiltinClasses {
+	for _, b := range gateway.Builtins(c.opts.Env.Ambient) {
 		if b.Name == class {
 			return b.Controller
 		}

@@ -16,8 +16,12 @@ import (
 )
 
 // TemplateName is the injection template Istio renders a Gateway of class
-// istio from.
-const TemplateName = "kube-gateway"
+// istio from; WaypointTemplateName the one of a waypoint (controller
+// istio.io/mesh-controller).
+const (
+	TemplateName         = "kube-gateway"
+	WaypointTemplateName = "waypoint"
+)
 
 // ErrNoConfig is returned when there is no injection configuration.
 var ErrNoConfig = errors.New("no injection configuration")

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	istiometa "istio.io/api/meta/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,8 +47,10 @@ type Options struct {
 	Classes krt.Collection[config.Config]
 	// Now stamps new conditions (default time.Now).
 	Now func() time.Time
-	// CreateClasses creates the builtin GatewayClasses when missing.
+	// CreateClasses creates the builtin GatewayClasses when missing
+	// (istio-waypoint too when Ambient is set).
 	CreateClasses bool
+	Ambient       bool
 	// ClassesServed closes once the API server serves GatewayClasses (their
 	// CRD is established and the store has read them); until then no class
 	// is created. Nil: they are served from the start (e.g. an in-memory
@@ -183,7 +188,7 @@ func (w *Writer) next(q workqueue.TypedRateLimitingInterface[task]) bool {
 
 // createClasses creates every builtin GatewayClass that does not exist.
 func (w *Writer) createClasses() error {
-	for _, c := range gateway.BuiltinClasses {
+	for _, c := range gateway.Builtins(w.opts.Ambient) {
 		if w.opts.Store.Get(gvk.GatewayClass, c.Name, "") != nil {
 			continue
 		}
@@ -227,6 +232,10 @@ func Equal(a, b any) bool {
 	if isEmpty(a) && isEmpty(b) {
 		return true
 	}
+	if pa, ok := a.(proto.Message); ok {
+		pb, ok := b.(proto.Message)
+		return ok && proto.Equal(pa, pb)
+	}
 	return equality.Semantic.DeepEqual(a, b)
 }
 
@@ -246,6 +255,8 @@ func isEmpty(s any) bool {
 		return st == nil || len(st.Parents) == 0
 	case *gatewayv1.TLSRouteStatus:
 		return st == nil || len(st.Parents) == 0
+	case *istiometa.IstioStatus:
+		return st == nil || (len(st.Conditions) == 0 && len(st.ValidationMessages) == 0 && st.ObservedGeneration == 0)
 	}
 	return false
 }
@@ -292,6 +303,14 @@ func Stamp(status any, now metav1.Time) any {
 	case *gatewayv1.TLSRouteStatus:
 		c := st.DeepCopy()
 		stampParents(c.Parents)
+		return c
+	case *istiometa.IstioStatus:
+		c := proto.Clone(st).(*istiometa.IstioStatus)
+		for _, cond := range c.Conditions {
+			if cond.LastTransitionTime == nil {
+				cond.LastTransitionTime = timestamppb.New(now.Time)
+			}
+		}
 		return c
 	}
 	return status

@@ -1,0 +1,144 @@
+package bootstrap
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meshplane/istiod/pilot/pkg/model"
+	kuberegistry "github.com/meshplane/istiod/pilot/pkg/serviceregistry/kube"
+	"github.com/meshplane/istiod/pkg/diag"
+	"github.com/meshplane/istiod/pkg/kube"
+	"github.com/meshplane/istiod/pkg/kube/multicluster"
+)
+
+// MulticlusterOptions are the remote clusters' settings (Istio's
+// environment variables, read once by the command).
+type MulticlusterOptions struct {
+	// SyncTimeout is PILOT_REMOTE_CLUSTER_TIMEOUT (default 30s; 0: a
+	// remote cluster holds up readiness until it synced).
+	SyncTimeout time.Duration
+	// InsecureKubeconfigOptions is
+	// PILOT_INSECURE_MULTICLUSTER_KUBECONFIG_OPTIONS (comma separated).
+	InsecureKubeconfigOptions []string
+}
+
+// DefaultMulticlusterOptions are Istio's defaults.
+func DefaultMulticlusterOptions() MulticlusterOptions {
+	return MulticlusterOptions{SyncTimeout: multicluster.DefaultSyncTimeout}
+}
+
+// MulticlusterFromEnv reads the options' variables with getenv; unset
+// ones keep their value, one that does not parse is an error naming it.
+func MulticlusterFromEnv(getenv func(string) string, o *MulticlusterOptions) error {
+	if v := getenv("PILOT_REMOTE_CLUSTER_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("PILOT_REMOTE_CLUSTER_TIMEOUT=%q: want a duration, 0 or more", v)
+		}
+		o.SyncTimeout = d
+	}
+	if v := getenv("PILOT_INSECURE_MULTICLUSTER_KUBECONFIG_OPTIONS"); v != "" {
+		o.InsecureKubeconfigOptions = nil
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				o.InsecureKubeconfigOptions = append(o.InsecureKubeconfigOptions, s)
+			}
+		}
+	}
+	return nil
+}
+
+// initMulticluster reads remote secrets (istio/multiCluster=true in
+// istiod's namespace, as Istio 1.31 reads them whatever
+// --clusterRegistriesNamespace says) when there is a cluster: each remote
+// cluster gets a Kubernetes registry of its own, joined by the aggregate
+// beside the local one (docs/multicluster.md).
+func (s *Server) initMulticluster() {
+	if s.kubeClient == nil || s.services == nil || s.services.kube == nil {
+		return
+	}
+	o := s.args.Multicluster
+	ctl := multicluster.NewController(multicluster.Options{Client: s.kubeClient, ClusterID: s.args.ClusterID, Namespace: s.args.Namespace,
+		InsecureOptions: o.InsecureKubeconfigOptions, SyncTimeout: o.SyncTimeout, Problems: s.problems,
+		ClientOptions: kube.Options{QPS: s.args.KubernetesAPIQPS, Burst: s.args.KubernetesAPIBurst}})
+	ctl.AddHandler(&remoteRegistries{s: s, byCluster: map[*multicluster.Cluster]*remoteRegistry{}})
+	s.multicluster = ctl
+}
+
+// remoteRegistries keeps a Kubernetes registry per remote cluster in the
+// aggregate.
+type remoteRegistries struct {
+	s         *Server
+	mu        sync.Mutex
+	byCluster map[*multicluster.Cluster]*remoteRegistry
+}
+
+// remoteRegistry is a remote cluster's registry in the aggregate: its
+// sync does not hold up the aggregate's (the multicluster controller
+// says when a remote cluster holds up readiness, and for how long).
+type remoteRegistry struct {
+	*kuberegistry.Controller
+}
+
+func (remoteRegistry) HasSynced() bool { return true }
+
+func (h *remoteRegistries) ClusterAdded(c *multicluster.Cluster) func() bool {
+	s := h.s
+	opts := kuberegistry.Options{
+		ClusterID:       c.ID,
+		DomainSuffix:    s.args.Domain,
+		TrustDomain:     s.mesh.Mesh().GetTrustDomain(),
+		SystemNamespace: s.args.Namespace,
+		MeshNetworks:    s.meshNetworks(),
+		XDSUpdater:      s.services.updater,
+		Problems:        s.problems,
+		Krt:             s.krtDebug,
+		Stop:            c.Stopped(),
+	}
+	kr, err := kuberegistry.NewController(c.Client, opts)
+	if err != nil {
+		s.problems.Report("multicluster", "cluster "+c.ID, []diag.Problem{{Severity: diag.Error, Source: "multicluster",
+			Object: "Secret " + c.SecretName, Field: "data." + c.ID, Message: fmt.Sprintf("cluster %s: %v", c.ID, err)}})
+		return func() bool { return true }
+	}
+	r := &remoteRegistry{kr}
+	h.mu.Lock()
+	h.byCluster[c] = r
+	h.mu.Unlock()
+	s.services.aggregate.AddRegistry(r)
+	kr.SetMeshNetworks(s.meshNetworks()) // a change while it was built
+	return kr.HasSynced
+}
+
+func (h *remoteRegistries) ClusterRemoved(c *multicluster.Cluster, replacement *multicluster.Cluster) {
+	h.mu.Lock()
+	r := h.byCluster[c]
+	delete(h.byCluster, c)
+	h.mu.Unlock()
+	if r == nil {
+		return
+	}
+	s := h.s
+	keys := map[model.ConfigKey]struct{}{}
+	for _, svc := range r.Services() {
+		keys[model.ServiceConfigKey(svc.Hostname, svc.Attributes.Namespace)] = struct{}{}
+	}
+	hadGateways := len(r.NetworkGateways()) > 0
+	s.services.aggregate.DeleteRegistry(r)
+	if replacement == nil {
+		// the cluster's endpoints leave every proxy; with a replacement
+		// the new client's registry has written the same shard
+		s.services.updater.RemoveShard(model.NewShardKey(model.Kubernetes, c.ID))
+	}
+	s.problems.Clear("multicluster", "cluster "+c.ID)
+	if replacement == nil && hadGateways {
+		// its network gateways are gone: every proxy, as on any gateway change
+		s.services.updater.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.NetworksTrigger)})
+		return
+	}
+	if len(keys) > 0 {
+		s.services.updater.ConfigUpdate(&model.PushRequest{Full: true, ConfigsUpdated: keys, Reason: model.NewReasonStats(model.ServiceUpdate)})
+	}
+}
