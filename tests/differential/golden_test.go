@@ -158,7 +158,7 @@ var goldenAllowed = map[string][]differential.Allowed{
 	"gateway-servers": {{Name: "scoped-redirect-host", Type: "rds", Resource: "http.80", Path: "virtualHosts[name=shop/old.example.com:80]",
 		Why: "an httpsRedirect server's namespace-scoped host (./old.example.com): Istio makes a virtual host whose domain is " +
 			"\"shop/old.example.com\" (matching no request); ours takes the host (route/gateway.go)"}},
-	"sidecar-sniffing": append(append([]differential.Allowed{
+	"sidecar-sniffing": slices.Concat([]differential.Allowed{
 		{Name: "port-3306-sniffing", Type: "lds", Resource: "0.0.0.0_3306", Intermittent: true, Why: whySniffing3306},
 		{Name: "port-3306-sniffing", Type: "rds", Resource: "3306", Intermittent: true, Why: whySniffing3306}},
 		each("passthrough-panic-threshold", "cds", "commonLbConfig", whyPassthroughPanic,
@@ -167,7 +167,7 @@ var goldenAllowed = map[string][]differential.Allowed{
 			"outbound|7000||mirror.app.svc.cluster.local", "outbound|7000||peers.app.svc.cluster.local"),
 		each("passthrough-auto-mtls", "cds", "transportSocketMatches", whyPassthroughMTLS,
 			"outbound|4000||ring.app.svc.cluster.local", "outbound|4001||ring.app.svc.cluster.local",
-			"outbound|7000||mirror.app.svc.cluster.local", "outbound|7000||peers.app.svc.cluster.local")...)...),
+			"outbound|7000||mirror.app.svc.cluster.local", "outbound|7000||peers.app.svc.cluster.local")),
 	"sidecar-tls-sni": each("passthrough-panic-threshold", "cds", "commonLbConfig", whyPassthroughPanic,
 		"outbound|443||*.static.example.com"),
 }
