@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -264,7 +266,7 @@ func (c *Controller) reconcile(key string) error {
 	}
 	var problems []diag.Problem
 	var errs []error
-	for _, id := range sortedKeys(data) {
+	for _, id := range slices.Sorted(maps.Keys(data)) {
 		if p, err := c.apply(key, id, data[id]); p != nil {
 			problems = append(problems, *p)
 			if err != nil {

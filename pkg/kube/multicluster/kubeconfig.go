@@ -3,6 +3,7 @@ package multicluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"k8s.io/client-go/rest"
@@ -35,7 +36,7 @@ func restConfigFor(kubeconfig []byte, allowed []string) (*rest.Config, error) {
 // checkUntrusted refuses the credentials that reach outside the secret.
 func checkUntrusted(cfg *clientcmdapi.Config, allowed []string) error {
 	ok := func(name string) bool { return slices.Contains(allowed, name) }
-	for _, name := range sortedKeys(cfg.AuthInfos) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
 		a := cfg.AuthInfos[name]
 		if p := a.AuthProvider; p != nil && p.Name != "oidc" && !ok(p.Name) {
 			return fmt.Errorf("auth provider %s is not allowed", p.Name)
@@ -52,13 +53,4 @@ func checkUntrusted(cfg *clientcmdapi.Config, allowed []string) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

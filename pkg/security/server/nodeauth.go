@@ -82,8 +82,8 @@ func (a *PodNodeAuthorizer) Authorize(caller security.KubernetesInfo, identity s
 	if !a.trusted[types.NamespacedName{Namespace: caller.PodNamespace, Name: caller.PodServiceAccount}] {
 		return fmt.Errorf("caller (%v) is not allowed to impersonate", caller)
 	}
-	ns, sa, ok := parseSpiffe(identity)
-	if !ok {
+	_, ns, sa, err := security.ParseSpiffeID(identity)
+	if err != nil {
 		return fmt.Errorf("failed to validate impersonated identity %v", identity)
 	}
 	obj, exists, err := a.pods.GetByKey(caller.PodNamespace + "/" + caller.PodName)
@@ -102,19 +102,6 @@ func (a *PodNodeAuthorizer) Authorize(caller security.KubernetesInfo, identity s
 		return fmt.Errorf("no instances of %q found on node %q", ns+"/"+sa, pod.Spec.NodeName)
 	}
 	return nil
-}
-
-// parseSpiffe splits spiffe://<trust domain>/ns/<namespace>/sa/<account>.
-func parseSpiffe(id string) (ns, sa string, ok bool) {
-	rest, found := strings.CutPrefix(id, "spiffe://")
-	if !found {
-		return "", "", false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 5 || parts[0] == "" || parts[1] != "ns" || parts[2] == "" || parts[3] != "sa" || parts[4] == "" {
-		return "", "", false
-	}
-	return parts[2], parts[4], true
 }
 
 var errNoNodeAuthorizer = errors.New("impersonation not allowed, as node authorizer (CA_TRUSTED_NODE_ACCOUNTS) is not configured")

@@ -163,14 +163,6 @@ func (g *WaypointGenerators) services(push *model.PushContext, proxy *model.Prox
 // listeners use (routes, policies, workloads).
 func (g *WaypointGenerators) build(push *model.PushContext, proxy *model.Proxy, withChains bool) ([]waypoint.Service, waypoint.Options) {
 	o := waypoint.Options{Mesh: push.Mesh, Namespace: proxy.ConfigNamespace}
-	// access logs as for a sidecar's inbound traffic: its Telemetry's,
-	// else the mesh config's file
-	tel := telemetry.Compute(push.Telemetry(proxy), push.Mesh)
-	if specs, ok := tel.Logging(telemetry.SidecarInbound.Mode()); ok {
-		o.AccessLogs = telemetry.AccessLogs(specs, push.Mesh, telemetry.ClusterLookup(lookupCluster(push)))
-	} else if f := push.Mesh.GetAccessLogFile(); f != "" {
-		o.AccessLogs = []*accesslogv3.AccessLog{telemetry.MeshFileLog(f, push.Mesh)}
-	}
 	if proxy.IPMode() == model.IPv6 {
 		o.Bind = "::"
 	}
@@ -191,6 +183,14 @@ func (g *WaypointGenerators) build(push *model.PushContext, proxy *model.Proxy, 
 		byHost[svc.Hostname] = svc
 	}
 	sc := push.SidecarScope(proxy)
+	// listeners log as for a sidecar's inbound traffic: its Telemetry's,
+	// else the mesh config's file
+	tel := telemetry.Compute(push.Telemetry(proxy), push.Mesh)
+	if specs, ok := tel.Logging(telemetry.SidecarInbound.Mode()); ok {
+		o.AccessLogs = telemetry.AccessLogs(specs, push.Mesh, telemetry.ClusterLookup(lookupCluster(push)))
+	} else if f := push.Mesh.GetAccessLogFile(); f != "" {
+		o.AccessLogs = []*accesslogv3.AccessLog{telemetry.MeshFileLog(f, push.Mesh)}
+	}
 	o.Tracing = telemetry.Tracing(push.Mesh, telemetryProxy(proxy))
 	o.Routes = route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), Gateway: "mesh",
 		LookupService: func(host string) *model.Service {
