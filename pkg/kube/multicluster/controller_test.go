@@ -117,7 +117,7 @@ func (f *fixture) writeSecret(name string, data map[string]string) {
 
 func (f *fixture) await(what string, cond func() (bool, string)) {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ok, detail := cond()
 		if ok {
