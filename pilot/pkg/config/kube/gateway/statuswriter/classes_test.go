@@ -25,7 +25,7 @@ var notServed = apierrors.NewGenericServerResponse(404, "POST",
 	schema.GroupResource{Group: "gateway.networking.k8s.io", Resource: "gatewayclasses"}, "", "", 0, true)
 
 // classStore is a memory store whose GatewayClass creations are recorded
-// and fail while failing is above zero (one failure each); Gets of
+// (after the attempt) and fail while failing is above zero (one failure each); Gets of
 // HTTPRoutes are recorded too, as fences of the writer's queue.
 type classStore struct {
 	*memory.Store
@@ -39,11 +39,14 @@ func newClassStore() *classStore {
 }
 
 func (c *classStore) Create(cfg config.Config) (string, error) {
-	if cfg.GroupVersionKind == gvk.GatewayClass {
-		c.creates <- cfg.Name
-		if c.failing.Add(-1) >= 0 {
-			return "", notServed
-		}
+	if cfg.GroupVersionKind != gvk.GatewayClass {
+		return c.Store.Create(cfg)
+	}
+	// recorded once the outcome is in the store, so a test that has
+	// received a name may read the class back
+	defer func() { c.creates <- cfg.Name }()
+	if c.failing.Add(-1) >= 0 {
+		return "", notServed
 	}
 	return c.Store.Create(cfg)
 }
