@@ -129,12 +129,6 @@ const whyDNSLookupFamily = "a dual-stack proxy (INSTANCE_IPS of both families, I
 	"V4_ONLY in some runs and ALL in others for the same inputs (seen on both dual-stack cases), which points at a " +
 	"cluster built for another proxy state and reused (cause not yet found)"
 
-// whySniffing3306 explains port 3306 of sidecar-sniffing.
-const whySniffing3306 = "seen once, in a full make test run (stop 32), never in the case alone: one side gave " +
-	"0.0.0.0_3306 the sniffed chain of nets.example.com (its 192.168.100.0/24 address) and route configuration 3306, " +
-	"the other a TCP chain only; the two ServiceEntries share port 3306 and which side varies with what ran before " +
-	"is not yet found (issue 28 follow-up)"
-
 // goldenAllowed are the differences from Istio each golden case accepts.
 var goldenAllowed = map[string][]differential.Allowed{
 	"sidecar-dual-stack": {
@@ -158,9 +152,7 @@ var goldenAllowed = map[string][]differential.Allowed{
 	"gateway-servers": {{Name: "scoped-redirect-host", Type: "rds", Resource: "http.80", Path: "virtualHosts[name=shop/old.example.com:80]",
 		Why: "an httpsRedirect server's namespace-scoped host (./old.example.com): Istio makes a virtual host whose domain is " +
 			"\"shop/old.example.com\" (matching no request); ours takes the host (route/gateway.go)"}},
-	"sidecar-sniffing": slices.Concat([]differential.Allowed{
-		{Name: "port-3306-sniffing", Type: "lds", Resource: "0.0.0.0_3306", Intermittent: true, Why: whySniffing3306},
-		{Name: "port-3306-sniffing", Type: "rds", Resource: "3306", Intermittent: true, Why: whySniffing3306}},
+	"sidecar-sniffing": slices.Concat(
 		each("passthrough-panic-threshold", "cds", "commonLbConfig", whyPassthroughPanic,
 			"outbound|3306||mysql.example.com", "outbound|3306||nets.example.com", "outbound|4000||ring.app.svc.cluster.local",
 			"outbound|4001||ring.app.svc.cluster.local", "outbound|6000||backup.example.com", "outbound|6000||nets.example.com",

@@ -131,7 +131,7 @@ func (w *world) apply(ctx context.Context, objs []*unstructured.Unstructured, au
 		}
 		rest = append(rest, slicesFor...)
 	}
-	for _, u := range rest {
+	for _, u := range inTieOrder(rest) {
 		if err := w.create(ctx, u.DeepCopy()); err != nil {
 			return err
 		}
