@@ -145,10 +145,6 @@ var goldenAllowed = map[string][]differential.Allowed{
 			Why: "Istio makes one service per ServiceEntry address and gives the TCP port a listener on each " +
 				"(10.96.40.1_9443 and 2001:db8::40_9443); ours keeps one service per hostname, the first address's listener"},
 	},
-	"sidecar-allow-any-dynamic-dns": each("sentinel-auto-allocated-address", "lds", "",
-		"the harness's sentinel ServiceEntry (DNS, TCP, no address): Istio's IP autoallocation controller writes it an address "+
-			"of 240.240.0.0/16 in its status, which a DNS-capturing proxy's listener takes; ours allocates none (0.0.0.0_15999)",
-		"0.0.0.0_15999", "240.240.*.*_15999"),
 	"gateway-servers": {{Name: "scoped-redirect-host", Type: "rds", Resource: "http.80", Path: "virtualHosts[name=shop/old.example.com:80]",
 		Why: "an httpsRedirect server's namespace-scoped host (./old.example.com): Istio makes a virtual host whose domain is " +
 			"\"shop/old.example.com\" (matching no request); ours takes the host (route/gateway.go)"}},

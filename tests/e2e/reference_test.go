@@ -49,8 +49,9 @@ func decodeJSON(t *testing.T, b []byte) any {
 //     context rewrites the stored object in place. Our stored objects are
 //     immutable, so configz shows what the user wrote.
 //   - ServiceEntry status.addresses: written by Istio's address
-//     auto-allocation controller (240.240.0.0/16, 2001:2::/48), which this
-//     control plane does not run yet.
+//     auto-allocation controller (240.240.0.0/16, 2001:2::/48); ours runs
+//     only in Kubernetes mode (there is no status to write to a file) and
+//     this test reads files.
 func TestConfigzAndMeshMatchIstio(t *testing.T) {
 	// what Istio 1.31's istiod answered for a small mesh
 	referenceDir := refdata.Dir(t, "bookinfo")

@@ -141,6 +141,9 @@ func argsFromEnv(a *bootstrap.PilotArgs) error {
 	if err := bootstrap.AutoRegistrationFromEnv(os.Getenv, &a.AutoRegistration); err != nil {
 		return err
 	}
+	if err := bootstrap.IPAllocateFromEnv(os.Getenv, &a.IPAllocate); err != nil {
+		return err
+	}
 	mongo, release := !a.NoMongoFilter, !a.KeepIdleMemory
 	for _, e := range []struct {
 		name string

@@ -118,6 +118,9 @@ type PilotArgs struct {
 	// Multicluster configures the remote clusters of remote secrets
 	// (MulticlusterFromEnv).
 	Multicluster MulticlusterOptions
+	// IPAllocate configures the addresses of ServiceEntries that declare
+	// none (IPAllocateFromEnv).
+	IPAllocate IPAllocateOptions
 }
 
 // SecurityOptions configure the CA and the TLS port (environment, read
@@ -199,5 +202,6 @@ func DefaultArgs() PilotArgs {
 			ManualDeployment: true},
 		AutoRegistration: DefaultAutoRegistrationOptions(),
 		Multicluster:     DefaultMulticlusterOptions(),
+		IPAllocate:       DefaultIPAllocateOptions(),
 	}
 }

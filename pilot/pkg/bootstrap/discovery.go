@@ -39,6 +39,11 @@ type discovery struct {
 // workload change goes to that workload's own connections.
 func (s *Server) initDiscovery() {
 	d := &discovery{}
+	// network gateways given by hostname are resolved in the background;
+	// a changed answer pushes everyone, as in Istio
+	gatewayResolver := model.NewDNSGatewayResolver(model.DNSGatewayResolverOptions{Stop: s.internalStop, OnChange: func() {
+		d.engine.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.NetworksTrigger)})
+	}})
 	d.env = model.NewEnvironment(model.EnvironmentOptions{
 		ConfigStore:             s.store,
 		ServiceDiscovery:        s.services.aggregate,
@@ -48,6 +53,7 @@ func (s *Server) initDiscovery() {
 		ScopeGatewayToNamespace: s.args.ScopeGatewayToNamespace,
 		MeshNetworks:            s.meshNetworks,
 		NetworkGateways:         s.services.aggregate,
+		GatewayResolver:         gatewayResolver,
 	})
 	d.server = xds.NewDiscoveryServer()
 	d.server.SetPushThrottle(s.args.PushThrottle)

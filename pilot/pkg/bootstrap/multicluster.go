@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,18 @@ type MulticlusterOptions struct {
 	// InsecureKubeconfigOptions is
 	// PILOT_INSECURE_MULTICLUSTER_KUBECONFIG_OPTIONS (comma separated).
 	InsecureKubeconfigOptions []string
+	// BuildClient, when set, makes a remote cluster's client of its
+	// kubeconfig instead of a real client (benchmarks and tests that
+	// stand up many clusters in process).
+	BuildClient func(kubeconfig []byte, clusterID string) (kube.Client, error)
+	// ExternalIstiod is EXTERNAL_ISTIOD: istiod writes in the remote
+	// clusters whose istiod namespace names its cluster
+	// (multicluster_remote.go).
+	ExternalIstiod bool
+	// KubeconfigPath is PILOT_MULTICLUSTER_KUBECONFIG_PATH: the remote
+	// clusters are read from the kubeconfig files of this directory
+	// instead of remote secrets.
+	KubeconfigPath string
 }
 
 // DefaultMulticlusterOptions are Istio's defaults.
@@ -38,6 +51,16 @@ func MulticlusterFromEnv(getenv func(string) string, o *MulticlusterOptions) err
 			return fmt.Errorf("PILOT_REMOTE_CLUSTER_TIMEOUT=%q: want a duration, 0 or more", v)
 		}
 		o.SyncTimeout = d
+	}
+	if v := getenv("EXTERNAL_ISTIOD"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("EXTERNAL_ISTIOD=%q: want a boolean", v)
+		}
+		o.ExternalIstiod = b
+	}
+	if v := getenv("PILOT_MULTICLUSTER_KUBECONFIG_PATH"); v != "" {
+		o.KubeconfigPath = v
 	}
 	if v := getenv("PILOT_INSECURE_MULTICLUSTER_KUBECONFIG_OPTIONS"); v != "" {
 		o.InsecureKubeconfigOptions = nil
@@ -61,9 +84,11 @@ func (s *Server) initMulticluster() {
 	}
 	o := s.args.Multicluster
 	ctl := multicluster.NewController(multicluster.Options{Client: s.kubeClient, ClusterID: s.args.ClusterID, Namespace: s.args.Namespace,
-		InsecureOptions: o.InsecureKubeconfigOptions, SyncTimeout: o.SyncTimeout, Problems: s.problems,
+		KubeconfigDir: o.KubeconfigPath, InsecureOptions: o.InsecureKubeconfigOptions, SyncTimeout: o.SyncTimeout, Problems: s.problems, BuildClient: o.BuildClient,
 		ClientOptions: kube.Options{QPS: s.args.KubernetesAPIQPS, Burst: s.args.KubernetesAPIBurst}})
-	ctl.AddHandler(&remoteRegistries{s: s, byCluster: map[*multicluster.Cluster]*remoteRegistry{}})
+	filters := newRemoteFilters(s)
+	ctl.AddHandler(&remoteRegistries{s: s, filters: filters, byCluster: map[*multicluster.Cluster]*remoteRegistry{}})
+	ctl.AddHandler(&remoteWrites{s: s, filters: filters, byCluster: map[*multicluster.Cluster]*remoteWriter{}})
 	s.multicluster = ctl
 }
 
@@ -71,6 +96,7 @@ func (s *Server) initMulticluster() {
 // aggregate.
 type remoteRegistries struct {
 	s         *Server
+	filters   *remoteFilters
 	mu        sync.Mutex
 	byCluster map[*multicluster.Cluster]*remoteRegistry
 }
@@ -97,6 +123,11 @@ func (h *remoteRegistries) ClusterAdded(c *multicluster.Cluster) func() bool {
 		Krt:             s.krtDebug,
 		Stop:            c.Stopped(),
 	}
+	// discoverySelectors select among the cluster's own namespaces
+	df := h.filters.of(c)
+	if df != nil {
+		opts.NamespaceFilter = df
+	}
 	kr, err := kuberegistry.NewController(c.Client, opts)
 	if err != nil {
 		s.problems.Report("multicluster", "cluster "+c.ID, []diag.Problem{{Severity: diag.Error, Source: "multicluster",
@@ -109,7 +140,10 @@ func (h *remoteRegistries) ClusterAdded(c *multicluster.Cluster) func() bool {
 	h.mu.Unlock()
 	s.services.aggregate.AddRegistry(r)
 	kr.SetMeshNetworks(s.meshNetworks()) // a change while it was built
-	return kr.HasSynced
+	if df == nil {
+		return kr.HasSynced
+	}
+	return func() bool { return df.HasSynced() && kr.HasSynced() }
 }
 
 func (h *remoteRegistries) ClusterRemoved(c *multicluster.Cluster, replacement *multicluster.Cluster) {
@@ -117,6 +151,7 @@ func (h *remoteRegistries) ClusterRemoved(c *multicluster.Cluster, replacement *
 	r := h.byCluster[c]
 	delete(h.byCluster, c)
 	h.mu.Unlock()
+	h.filters.drop(c)
 	if r == nil {
 		return
 	}

@@ -79,6 +79,8 @@ type Server struct {
 	gatewayDeployment *leaderelection.Election
 	// lastGood elects the writer of the last-good record (lastgood.go)
 	lastGood *leaderelection.Election
+	// ipAllocate elects the writer of ServiceEntry addresses (ipallocate.go)
+	ipAllocate *leaderelection.Election
 	// ambient is the ambient index (ambient.go); nil unless PILOT_ENABLE_AMBIENT
 	ambient *ambient.Index
 	// ambientStatus elects the writer of the ambient policy status (ambientstatus.go)
@@ -114,6 +116,7 @@ func NewServer(args PilotArgs) (*Server, error) {
 	s.initMulticluster()
 	s.initDiscovery()
 	s.initAutoRegistration()
+	s.initIPAllocate()
 	if err := s.initSecurity(); err != nil {
 		return nil, err
 	}
@@ -405,6 +408,7 @@ func (s *Server) Start() (err error) {
 	s.startGatewayDeployment()
 	s.startAutoRegistration()
 	s.startLastGood()
+	s.startIPAllocate()
 	return s.startSecureAndWebhooks()
 }
 

@@ -78,6 +78,7 @@ func (s *Server) initServiceControllers() error {
 			DomainSuffix:    s.args.Domain,
 			TrustDomain:     trustDomain,
 			SystemNamespace: s.args.Namespace,
+			ConfigCluster:   true,
 			MeshNetworks:    s.meshNetworks(),
 			XDSUpdater:      updater,
 			Problems:        s.problems,

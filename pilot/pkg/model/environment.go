@@ -35,6 +35,9 @@ type EnvironmentOptions struct {
 	MeshNetworks func() *meshconfig.MeshNetworks
 	// NetworkGateways lists the gateways the registries found (nil: none).
 	NetworkGateways NetworkGatewaySource
+	// GatewayResolver resolves network gateway hostnames (nil: gateways
+	// given by hostname are dropped).
+	GatewayResolver GatewayResolver
 }
 
 // Environment is what a PushContext is built from: the config store, the

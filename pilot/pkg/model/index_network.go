@@ -9,6 +9,10 @@ import "slices"
 // or namespace network change); an unchanged set keeps the previous
 // snapshot's pointer, so the EDS cache keyed by it stays warm.
 //
+// Gateways whose address is a hostname are replaced by one per address
+// the GatewayResolver knows for it (none without a resolver); the resolver
+// forces a push when an answer changes.
+//
 // Kinds: none of its own; it depends on the services index (every
 // registry reports service changes under ServiceEntry).
 type networkGatewayIndex struct {
@@ -27,7 +31,7 @@ func buildNetworkGatewayIndex(bc *buildContext) *networkGatewayIndex {
 	if src := bc.env.opts.NetworkGateways; src != nil {
 		gws = append(gws, src.NetworkGateways()...)
 	}
-	x := &networkGatewayIndex{gateways: NewNetworkGateways(gws)}
+	x := &networkGatewayIndex{gateways: NewNetworkGateways(ResolveGateways(gws, bc.env.opts.GatewayResolver))}
 	if len(gws) > 0 {
 		x.unresolved = slices.Compact(SortGateways(gws))
 	}

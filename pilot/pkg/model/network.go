@@ -98,10 +98,52 @@ type NetworkGateways struct {
 	lcm                 uint32
 }
 
+// GatewayResolver resolves the hostnames of network gateways (a load
+// balancer that reports a hostname, a meshNetworks or Gateway address that
+// is one), as Istio does in the control plane (RESOLVE_HOSTNAME_GATEWAYS,
+// on by default). See network_dns.go.
+type GatewayResolver interface {
+	// Resolve returns the addresses known now for each of names (absent or
+	// empty: none yet, or the name does not resolve). Names not asked for
+	// are forgotten. It never blocks on DNS.
+	Resolve(names []string) map[string][]string
+}
+
+// ResolveGateways replaces each gateway whose address is a hostname by one
+// gateway per address the resolver knows for it (none when it knows none,
+// or when r is nil); gateways with an IP are kept as they are.
+func ResolveGateways(gws []NetworkGateway, r GatewayResolver) []NetworkGateway {
+	var names []string
+	for _, gw := range gws {
+		if _, err := netip.ParseAddr(gw.Addr); err != nil && gw.Addr != "" && !slices.Contains(names, gw.Addr) {
+			names = append(names, gw.Addr)
+		}
+	}
+	var resolved map[string][]string
+	if r != nil {
+		resolved = r.Resolve(names)
+	}
+	if len(names) == 0 {
+		return gws
+	}
+	out := make([]NetworkGateway, 0, len(gws))
+	for _, gw := range gws {
+		if _, err := netip.ParseAddr(gw.Addr); err == nil {
+			out = append(out, gw)
+			continue
+		}
+		for _, a := range resolved[gw.Addr] {
+			g := gw
+			g.Addr = a
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // NewNetworkGateways indexes gws (duplicates dropped). Only gateways whose
-// address is an IP are kept: EDS endpoints need one. (Istio resolves a
-// hostname in the control plane when RESOLVE_HOSTNAME_GATEWAYS is on; this
-// control plane does not resolve names, see docs/multicluster.md.)
+// address is an IP are kept: EDS endpoints need one (resolve hostnames
+// first with ResolveGateways).
 func NewNetworkGateways(gws []NetworkGateway) *NetworkGateways {
 	all := make([]NetworkGateway, 0, len(gws))
 	for _, gw := range gws {

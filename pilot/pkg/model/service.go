@@ -321,14 +321,23 @@ type ServiceDiscovery interface {
 
 // AddressesForProxy are the addresses a proxy in cluster clusterID with IP
 // mode mode reaches the service on, the primary first, as Istio's
-// GetAddressForProxy and GetExtraAddressesForProxy give them (without
-// auto-allocated addresses, which proxies here do not listen on): a
-// Kubernetes service's VIPs in the proxy's cluster of the proxy's families
-// (both, in order, for a dual-stack proxy), else its default address alone.
-// A ServiceEntry's addresses are not per-cluster VIPs in Istio, which makes
-// one service per address of which a proxy's scope keeps one: they give
-// the default address alone too.
+// GetAddressForProxy and GetExtraAddressesForProxy give them for a proxy
+// that takes no auto-allocated address (ProxyAddresses).
 func (s *Service) AddressesForProxy(clusterID string, mode IPMode) []string {
+	return s.ProxyAddresses(clusterID, mode, false)
+}
+
+// ProxyAddresses are the addresses a proxy in cluster clusterID with IP
+// mode mode reaches the service on, the primary first, as Istio's
+// GetAddressForProxy and GetExtraAddressesForProxy give them: a Kubernetes
+// service's VIPs in the proxy's cluster of the proxy's families (both, in
+// order, for a dual-stack proxy); else, when autoAllocated (a proxy that
+// captures DNS, with address allocation on) and the service has no
+// address, the addresses allocated to it of the proxy's families (IPv4
+// first); else its default address alone. A ServiceEntry's addresses are
+// not per-cluster VIPs in Istio, which makes one service per address of
+// which a proxy's scope keeps one: they give the default address alone too.
+func (s *Service) ProxyAddresses(clusterID string, mode IPMode, autoAllocated bool) []string {
 	if clusterID != "" && s.Attributes.ServiceRegistry != External {
 		var out []string
 		for _, a := range s.ClusterVIPs.For(clusterID) {
@@ -341,6 +350,18 @@ func (s *Service) AddressesForProxy(clusterID string, mode IPMode) []string {
 			if err == nil && (mode == Dual || ip.Is4() == (mode == IPv4)) {
 				out = append(out, a)
 			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	if autoAllocated && s.DefaultAddress == UnspecifiedIP {
+		var out []string
+		if s.AutoAllocatedIPv4Address != "" && mode != IPv6 {
+			out = append(out, s.AutoAllocatedIPv4Address)
+		}
+		if s.AutoAllocatedIPv6Address != "" && mode != IPv4 {
+			out = append(out, s.AutoAllocatedIPv6Address)
 		}
 		if len(out) > 0 {
 			return out

@@ -39,4 +39,27 @@ func TestAddressesForProxy(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
+
+	// a proxy capturing DNS takes the addresses allocated to a service
+	// without one, of its families; a service with an address keeps it
+	auto := &model.Service{Hostname: "ext.example.com", DefaultAddress: model.UnspecifiedIP,
+		AutoAllocatedIPv4Address: "240.240.0.1", AutoAllocatedIPv6Address: "2001:2::1",
+		Attributes: model.ServiceAttributes{ServiceRegistry: model.External}}
+	for _, c := range []struct {
+		name string
+		svc  *model.Service
+		mode model.IPMode
+		auto bool
+		want []string
+	}{
+		{"dual-stack proxy", auto, model.Dual, true, []string{"240.240.0.1", "2001:2::1"}},
+		{"IPv4 proxy", auto, model.IPv4, true, []string{"240.240.0.1"}},
+		{"IPv6 proxy", auto, model.IPv6, true, []string{"2001:2::1"}},
+		{"no DNS capture", auto, model.Dual, false, []string{model.UnspecifiedIP}},
+		{"an address of its own", se, model.Dual, true, []string{"10.0.0.1"}},
+	} {
+		if got := c.svc.ProxyAddresses("c1", c.mode, c.auto); !slices.Equal(got, c.want) {
+			t.Errorf("allocated, %s: %v, want %v", c.name, got, c.want)
+		}
+	}
 }

@@ -1,5 +1,14 @@
 // Package leaderelection runs functions only while this replica holds a
-// Kubernetes Lease (client-go leader election), so that each object istiod
-// writes to the cluster has one writer however many replicas run. Istio's
-// lock names are kept so that our replicas and Istio's never both write.
+// lock, so that each object istiod writes to the cluster has one writer
+// however many replicas run.
+//
+// Election holds a Kubernetes Lease (client-go leader election).
+// Prioritized is Istio's election of its cluster-wide controllers: a
+// ConfigMap lock whose record carries the holder's key (its revision,
+// "^"-prefixed for an istiod outside the cluster), so that the default
+// revision, and a local istiod over an external one, take the lock from a
+// live holder (prioritized.go; defaultrevision.go follows the cluster's
+// default revision). Istio's lock names are kept; an Election and an
+// Istio replica contending for a lock name Istio keeps in a ConfigMap do
+// not see each other.
 package leaderelection

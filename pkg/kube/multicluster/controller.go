@@ -57,6 +57,10 @@ type Options struct {
 	ClusterID string
 	// Namespace holds the remote secrets (istiod's).
 	Namespace string
+	// KubeconfigDir is PILOT_MULTICLUSTER_KUBECONFIG_PATH: when set, the
+	// clusters are read from the kubeconfig files under it instead of
+	// remote secrets (kubeconfigdir.go).
+	KubeconfigDir string
 	// BuildClient makes a cluster's client of its kubeconfig; nil: the
 	// kubeconfig is checked as untrusted (InsecureOptions) and a real
 	// client built.
@@ -80,7 +84,10 @@ type Options struct {
 type Controller struct {
 	opts     Options
 	handlers []Handler
+	// informer reads the remote secrets; files the kubeconfig directory
+	// instead (one of them is nil)
 	informer cache.SharedIndexInformer
+	files    *kubeconfigDir
 	queue    workqueue.TypedRateLimitingInterface[string]
 
 	// hmu makes handler calls one at a time
@@ -114,6 +121,13 @@ func NewController(opts Options) *Controller {
 			return kube.NewClient(cfg, opts.ClientOptions)
 		}
 	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.Retry, workqueue.TypedRateLimitingQueueConfig[string]{Name: "multicluster-secrets"})
+	managedClusters.WithLabelValues("local").Set(1)
+	managedClusters.WithLabelValues("remote").Set(0)
+	if opts.KubeconfigDir != "" {
+		c.files = newKubeconfigDir(opts.KubeconfigDir, c.queue.Add)
+		return c
+	}
 	secrets := opts.Client.Kube().CoreV1().Secrets(opts.Namespace)
 	selector := SecretLabel + "=true"
 	c.informer = cache.NewSharedIndexInformer(&cache.ListWatch{
@@ -126,7 +140,6 @@ func NewController(opts Options) *Controller {
 			return secrets.Watch(context.Background(), o)
 		},
 	}, &corev1.Secret{}, 0, cache.Indexers{})
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.Retry, workqueue.TypedRateLimitingQueueConfig[string]{Name: "multicluster-secrets"})
 	enqueue := func(event string) func(obj any) {
 		return func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -140,8 +153,6 @@ func NewController(opts Options) *Controller {
 		UpdateFunc: func(_, obj any) { enqueue("update")(obj) },
 		DeleteFunc: enqueue("delete"),
 	})
-	managedClusters.WithLabelValues("local").Set(1)
-	managedClusters.WithLabelValues("remote").Set(0)
 	return c
 }
 
@@ -150,14 +161,19 @@ func (c *Controller) AddHandler(h Handler) { c.handlers = append(c.handlers, h) 
 
 // Run watches the secrets until stop, then stops every cluster.
 func (c *Controller) Run(stop <-chan struct{}) {
-	go c.informer.Run(stop)
+	synced, keys := c.sourceSynced, c.sourceKeys
+	if c.files != nil {
+		go c.files.run(stop)
+	} else {
+		go c.informer.Run(stop)
+	}
 	go func() {
-		if !cache.WaitForCacheSync(stop, c.informer.HasSynced) {
+		if !cache.WaitForCacheSync(stop, synced) {
 			return
 		}
 		c.mu.Lock()
 		c.initial = map[string]bool{}
-		for _, k := range c.informer.GetStore().ListKeys() {
+		for _, k := range keys() {
 			c.initial[k] = true
 		}
 		c.initialKnown = true
@@ -246,15 +262,46 @@ func (c *Controller) processNext() bool {
 	return true
 }
 
-// reconcile brings the clusters of one secret in line with it.
-func (c *Controller) reconcile(key string) error {
-	obj, exists, err := c.informer.GetStore().GetByKey(key)
-	if err != nil {
-		return err
+func (c *Controller) sourceSynced() bool {
+	if c.files != nil {
+		return c.files.hasSynced()
 	}
+	return c.informer.HasSynced()
+}
+
+func (c *Controller) sourceKeys() []string {
+	if c.files != nil {
+		return c.files.keys()
+	}
+	return c.informer.GetStore().ListKeys()
+}
+
+// reconcile brings the clusters of one secret (or kubeconfig file) in
+// line with it.
+func (c *Controller) reconcile(key string) error {
 	data := map[string][]byte{}
-	if sec, ok := obj.(*corev1.Secret); exists && ok && sec.Labels[SecretLabel] == "true" {
-		data = sec.Data
+	if c.files != nil {
+		d, err := c.files.get(key)
+		if err != nil {
+			// conflicting files: the cluster keeps what it had
+			mcLog.Error("conflicting file-backed kubeconfigs, keeping the existing configuration", "cluster", key, "error", err)
+			if c.opts.Problems != nil {
+				c.opts.Problems.Report("multicluster", key, []diag.Problem{{Severity: diag.Error, Source: "multicluster",
+					Object: "kubeconfig files " + c.opts.KubeconfigDir, Field: "data." + key[1:], Message: err.Error()}})
+			}
+			return nil
+		}
+		if d != nil {
+			data = d
+		}
+	} else {
+		obj, exists, err := c.informer.GetStore().GetByKey(key)
+		if err != nil {
+			return err
+		}
+		if sec, ok := obj.(*corev1.Secret); exists && ok && sec.Labels[SecretLabel] == "true" {
+			data = sec.Data
+		}
 	}
 	c.mu.Lock()
 	previous := c.bySecret[key]
@@ -285,6 +332,9 @@ func (c *Controller) reconcile(key string) error {
 // worth a retry, an error) when it cannot.
 func (c *Controller) apply(key, id string, kubeconfig []byte) (*diag.Problem, error) {
 	object := "Secret " + key
+	if c.files != nil {
+		object = "kubeconfig files " + c.opts.KubeconfigDir
+	}
 	if id == c.opts.ClusterID {
 		mcLog.Info("ignoring the cluster istiod runs in", "secret", key, "cluster", id)
 		return &diag.Problem{Severity: diag.Warning, Source: "multicluster", Object: object, Field: "data." + id,

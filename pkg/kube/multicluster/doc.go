@@ -33,6 +33,10 @@
 // every goroutine its handlers started on it: nothing outlives its
 // cluster.
 //
+// With Options.KubeconfigDir (PILOT_MULTICLUSTER_KUBECONFIG_PATH) the
+// clusters come from the kubeconfig files of a directory instead of
+// secrets, with the same lifecycle (kubeconfigdir.go).
+//
 // Metrics are Istio's: istiod_managed_clusters{cluster_type},
 // istiod_remote_cluster_sync_status{cluster,cluster_type,status},
 // remote_cluster_sync_timeouts_total{cluster} and

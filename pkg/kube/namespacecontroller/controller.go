@@ -31,6 +31,10 @@ const (
 	ConfigLabel = "istio.io/config"
 )
 
+// ignoredNamespaces get no ConfigMaps, as in Istio: the namespaces the
+// injector ignores (pkg/kube/inject) but kube-system, where ztunnel may run.
+var ignoredNamespaces = map[string]bool{"kube-public": true, "kube-node-lease": true, "local-path-storage": true}
+
 // Options configure a Controller.
 type Options struct {
 	// Filter reports whether istiod serves a namespace (discovery
@@ -185,7 +189,7 @@ func (c *Controller) reconcile(t *term, ns string) error {
 	if err != nil {
 		return err
 	}
-	if c.opts.Filter != nil && !c.opts.Filter(ns) {
+	if ignoredNamespaces[ns] || (c.opts.Filter != nil && !c.opts.Filter(ns)) {
 		return nil
 	}
 	c.mu.Lock()

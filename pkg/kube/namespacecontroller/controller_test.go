@@ -47,7 +47,7 @@ func rootIn(client *fake.Clientset, namespace string) (string, bool) {
 // edited ones are rewritten, a new root reaches them all, a namespace the
 // filter excludes gets none, and nothing unchanged is rewritten.
 func TestRootCertConfigMaps(t *testing.T) {
-	client := fake.NewClientset(ns("bookinfo"), ns("default"), ns("hidden"))
+	client := fake.NewClientset(ns("bookinfo"), ns("default"), ns("hidden"), ns("kube-system"), ns("kube-public"), ns("kube-node-lease"), ns("local-path-storage"))
 	var writes atomic.Int64
 	client.PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetVerb() == "create" || a.GetVerb() == "update" {
@@ -59,7 +59,9 @@ func TestRootCertConfigMaps(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go c.Run(stop)
-	for _, n := range []string{"bookinfo", "default"} {
+	// kube-system is served (ztunnel may run there), Kubernetes' other
+	// namespaces are not, as in Istio
+	for _, n := range []string{"bookinfo", "default", "kube-system"} {
 		waitFor(t, n+" root", func() (bool, string) {
 			root, labelled := rootIn(client, n)
 			return root == "ROOT-1\n" && labelled, root
@@ -75,6 +77,11 @@ func TestRootCertConfigMaps(t *testing.T) {
 	}
 	if _, err := client.CoreV1().ConfigMaps("hidden").Get(context.Background(), nc.RootCertConfigMap, metav1.GetOptions{}); err == nil {
 		t.Error("a namespace the filter excludes got the root")
+	}
+	for _, n := range []string{"kube-public", "kube-node-lease", "local-path-storage"} {
+		if _, err := client.CoreV1().ConfigMaps(n).Get(context.Background(), nc.RootCertConfigMap, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s got the root", n)
+		}
 	}
 	// a new namespace gets it at once
 	if _, err := client.CoreV1().Namespaces().Create(context.Background(), ns("created-later"), metav1.CreateOptions{}); err != nil {

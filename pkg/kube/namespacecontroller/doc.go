@@ -3,5 +3,7 @@
 // istio-ca-root-cert (key root-cert.pem) and, beside it, istio-ca-crl (key
 // ca-crl.pem), both labelled istio.io/config=true. A ConfigMap that is
 // deleted or edited is rewritten; one that already says the right thing is
-// never rewritten. Run it under leader election: one writer per cluster.
+// never rewritten. kube-public, kube-node-lease and local-path-storage get
+// none (Istio's ignored namespaces but kube-system, where ztunnel may run).
+// Run it under leader election: one writer per cluster.
 package namespacecontroller

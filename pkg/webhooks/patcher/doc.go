@@ -15,5 +15,7 @@
 //
 // It never rewrites a configuration that already says the right thing, and
 // counts what it does in Istio's metrics (monitoring.go). Run it under
-// leader election: one writer per cluster object.
+// leader election: one writer per cluster object. With InjectionOnly (what
+// an external istiod runs in a remote cluster) only the injection webhooks
+// are read and patched.
 package patcher

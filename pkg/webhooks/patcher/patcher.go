@@ -33,6 +33,10 @@ type Options struct {
 	// InjectionSuffix selects the mutating webhooks patched: Istio patches
 	// those whose name ends with "sidecar-injector.istio.io".
 	InjectionSuffix string
+	// InjectionOnly: only the injection webhooks are patched, the
+	// validation configurations neither watched nor written (what Istio's
+	// istiod does in a remote cluster it controls).
+	InjectionOnly bool
 	// ReadyForFailClose reports whether the validation webhook answers,
 	// or why not (DryRunInvalidGateway is Istio's check). Until it does,
 	// the validation webhooks that fail open keep their failure policy and
@@ -128,11 +132,20 @@ func (p *Patcher) start(stop <-chan struct{}) (*term, []cache.InformerSynced) {
 		o.LabelSelector = RevisionLabel + "=" + p.opts.Revision
 	}))
 	mw := t.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
-	vw := t.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
-	for _, w := range []struct {
+	informers := []struct {
 		inf      cache.SharedIndexInformer
 		mutating bool
-	}{{mw, true}, {vw, false}} {
+	}{{mw, true}}
+	synced := []cache.InformerSynced{mw.HasSynced}
+	if !p.opts.InjectionOnly {
+		vw := t.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
+		informers = append(informers, struct {
+			inf      cache.SharedIndexInformer
+			mutating bool
+		}{vw, false})
+		synced = append(synced, vw.HasSynced)
+	}
+	for _, w := range informers {
 		mutating := w.mutating
 		enqueue := func(o any) {
 			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
@@ -153,7 +166,7 @@ func (p *Patcher) start(stop <-chan struct{}) (*term, []cache.InformerSynced) {
 		}
 	}
 	t.factory.Start(stop)
-	return t, []cache.InformerSynced{mw.HasSynced, vw.HasSynced}
+	return t, synced
 }
 
 // SetCABundle publishes a new root (after rotation) to every webhook.
@@ -166,7 +179,9 @@ func (p *Patcher) SetCABundle(b []byte) {
 		return // the next term starts from the new bundle
 	}
 	t.enqueueAll(true, "")
-	t.enqueueAll(false, "")
+	if !p.opts.InjectionOnly {
+		t.enqueueAll(false, "")
+	}
 }
 
 // enqueueAll queues every configuration of one kind but except.

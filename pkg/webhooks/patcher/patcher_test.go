@@ -390,3 +390,33 @@ func TestPatchesAgainAfterLeadershipReturns(t *testing.T) {
 		}
 	}
 }
+
+// InjectionOnly (an external istiod in a remote cluster) patches the
+// injection webhooks and never reads nor writes a validation
+// configuration.
+func TestInjectionOnly(t *testing.T) {
+	client := fake.NewClientset(mutating("istio-sidecar-injector", "default", "rev.namespace.sidecar-injector.istio.io"),
+		failingOpen("istio-validator-istio-system"))
+	var validationCalls atomic.Int64
+	client.PrependReactor("*", "validatingwebhookconfigurations", func(k8stesting.Action) (bool, runtime.Object, error) {
+		validationCalls.Add(1)
+		return false, nil, nil
+	})
+	p := patcher.New(client, patcher.Options{CABundle: []byte("ROOT"), InjectionOnly: true,
+		ReadyForFailClose: func(context.Context) (bool, string) { return true, "" }})
+	stop := make(chan struct{})
+	defer close(stop)
+	go p.Run(stop)
+	waitFor(t, "the injection webhook patched", func() bool {
+		c, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "istio-sidecar-injector", metav1.GetOptions{})
+		return err == nil && string(c.Webhooks[0].ClientConfig.CABundle) == "ROOT"
+	})
+	p.SetCABundle([]byte("ROOT-2"))
+	waitFor(t, "the new root", func() bool {
+		c, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "istio-sidecar-injector", metav1.GetOptions{})
+		return err == nil && string(c.Webhooks[0].ClientConfig.CABundle) == "ROOT-2"
+	})
+	if n := validationCalls.Load(); n != 0 {
+		t.Fatalf("%d calls on validation configurations", n)
+	}
+}

@@ -31,10 +31,6 @@ func ApplyLocalityLB(la *endpointv3.ClusterLoadAssignment, proxy *core.Locality,
 	}
 }
 
-func localityString(l *core.Locality) string {
-	return l.GetRegion() + "/" + l.GetZone() + "/" + l.GetSubZone()
-}
-
 // matchLocality matches "region/zone/subzone" patterns where a part may be
 // "*" and missing trailing parts match anything.
 func matchLocality(pattern string, l *core.Locality) bool {
@@ -125,15 +121,13 @@ func prioritise(la *endpointv3.ClusterLoadAssignment, proxy *core.Locality, fail
 	for i, p := range levels {
 		remap[p] = uint32(i)
 	}
+	// the localities keep their order (the builder's, by locality label):
+	// Istio's applyLocalityFailover sets priorities in place, so a proxy
+	// whose own locality sorts after another's (a remote cluster's
+	// sidecar, say) gets its priority-0 group after a priority-1 one
 	for _, lle := range la.Endpoints {
 		lle.Priority = remap[lle.Priority]
 	}
-	sort.SliceStable(la.Endpoints, func(i, j int) bool {
-		if la.Endpoints[i].Priority != la.Endpoints[j].Priority {
-			return la.Endpoints[i].Priority < la.Endpoints[j].Priority
-		}
-		return localityString(la.Endpoints[i].Locality) < localityString(la.Endpoints[j].Locality)
-	})
 }
 
 func failoverTarget(rules []*networking.LocalityLoadBalancerSetting_Failover, from, to string) bool {

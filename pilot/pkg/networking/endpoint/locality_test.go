@@ -1,6 +1,7 @@
 package endpoint_test
 
 import (
+	"fmt"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -49,6 +50,22 @@ func TestLocalityFailoverPriorities(t *testing.T) {
 		if lle.Priority != 0 {
 			t.Errorf("disabled setting changed priorities")
 		}
+	}
+}
+
+// Failover priorities are set in place: the localities keep the
+// builder's order (by locality label), as Istio's applyLocalityFailover
+// leaves them, also when the proxy's own sorts after others.
+func TestLocalityFailoverKeepsOrder(t *testing.T) {
+	la := endpoint.Build("c", spread(), endpoint.Options{PortName: "http"})
+	endpoint.ApplyLocalityLB(la, endpoint.ParseLocality("us-west/a/1"), &networking.LocalityLoadBalancerSetting{}, true)
+	var got []string
+	for _, lle := range la.Endpoints {
+		got = append(got, fmt.Sprintf("%s/%s/%s=%d", lle.Locality.Region, lle.Locality.Zone, lle.Locality.SubZone, lle.Priority))
+	}
+	want := "[eu/a/1=1 us-east/a/1=1 us-east/a/2=1 us-east/b/1=1 us-west/a/1=0]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("localities %v, want %s", got, want)
 	}
 }
 

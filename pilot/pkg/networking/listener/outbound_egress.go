@@ -225,8 +225,9 @@ func addEgress(entries map[string]*egressEntry, order *[]string, e EgressListene
 		// the VIP and the service's other addresses for the proxy; a CIDR
 		// address shares the wildcards and its TCP chains match the CIDRs
 		a.bind, a.extra = ws[0], ws[1:]
-		if a.lp != authn.ListenerHTTP && hasVIP(svc) {
-			addrs := o.serviceAddresses(svc)
+		// (the proxy's addresses of the service: an address allocated to a
+		// ServiceEntry without one counts for a proxy capturing DNS)
+		if addrs := o.serviceAddresses(svc); a.lp != authn.ListenerHTTP && addrs[0] != "" && addrs[0] != model.UnspecifiedIP {
 			if strings.Contains(addrs[0], "/") {
 				a.cidr = addrs
 			} else {

@@ -77,6 +77,12 @@ type Options struct {
 	// IsTLS tells routes served behind TLS (a gateway's HTTPS server):
 	// the scheme whose default port a redirect leaves out.
 	IsTLS bool
+	// ClusterID, IPMode and AutoAllocated are the proxy's, for the
+	// addresses among a virtual host's domains (model.ProxyAddresses);
+	// without a cluster, every cluster's VIPs are listed.
+	ClusterID     string
+	IPMode        model.IPMode
+	AutoAllocated bool
 }
 
 // RouteSemanticsAnnotation marks VirtualServices translated from the
@@ -207,20 +213,28 @@ func Domains(svc *model.Service, port int, o Options) []string {
 			out = append(out, "*."+d)
 		}
 	}
-	// clusters in a fixed order: the map's would make the configuration,
-	// and its version, change from one build to the next (with one cluster,
-	// as everywhere today, this is that cluster's VIPs; Istio lists only
-	// the proxy's cluster's, which matters once multicluster exists)
-	for _, c := range slices.Sorted(maps.Keys(svc.ClusterVIPs.Addresses)) {
-		for _, a := range svc.ClusterVIPs.Addresses[c] {
-			if a != "" && a != model.UnspecifiedIP {
-				// an IPv6 address in brackets, as a Host header has it
-				// (Istio's util.IPv6Compliant)
-				if strings.Contains(a, ":") {
-					a = "[" + a + "]"
-				}
-				out = append(out, a)
+	// the addresses the proxy reaches the service on, as Istio's
+	// GetAllAddressesForProxy gives them: the VIPs of the proxy's cluster
+	// (of a Kubernetes service), else those allocated to a service without
+	// one (a proxy capturing DNS), else the default address
+	var addrs []string
+	if o.ClusterID != "" {
+		addrs = svc.ProxyAddresses(o.ClusterID, o.IPMode, o.AutoAllocated)
+	} else {
+		// clusters in a fixed order: the map's would make the
+		// configuration, and its version, change from one build to the next
+		for _, c := range slices.Sorted(maps.Keys(svc.ClusterVIPs.Addresses)) {
+			addrs = append(addrs, svc.ClusterVIPs.Addresses[c]...)
+		}
+	}
+	for _, a := range addrs {
+		if a != "" && a != model.UnspecifiedIP {
+			// an IPv6 address in brackets, as a Host header has it
+			// (Istio's util.IPv6Compliant)
+			if strings.Contains(a, ":") {
+				a = "[" + a + "]"
 			}
+			out = append(out, a)
 		}
 	}
 	return dedupe(out)

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pkg/config/schema/gvr"
@@ -43,6 +44,10 @@ type Options struct {
 	// label in this cluster is the network of the cluster's endpoints whose
 	// pod names none.
 	SystemNamespace string
+	// ConfigCluster is set for the registry of the cluster istiod reads its
+	// configuration from: only there do Gateways of class istio-remote
+	// count as network gateways.
+	ConfigCluster bool
 	// MeshNetworks is the meshNetworks at construction (nil: none); change
 	// it later with SetMeshNetworks.
 	MeshNetworks *meshconfig.MeshNetworks
@@ -78,6 +83,9 @@ type Inputs struct {
 	Pods           krt.Collection[*corev1.Pod]
 	Nodes          krt.Collection[*corev1.Node]
 	Namespaces     krt.Collection[*corev1.Namespace]
+	// Gateways are the Gateway API Gateways (nil: none), for network
+	// gateways (network_gatewayapi.go).
+	Gateways krt.Collection[*gatewayv1.Gateway]
 }
 
 // settings are the inputs of every transform that change at run time: a
@@ -141,6 +149,7 @@ func NewController(client kube.Client, opts Options) (*Controller, error) {
 	if in.Namespaces, err = informerCollection[*corev1.Namespace](client, gvr.Namespace, "Namespaces", opts); err != nil {
 		return nil, err
 	}
+	in.Gateways = gatewayAPIInput(client, opts)
 	return NewFromCollections(in, opts), nil
 }
 
@@ -175,7 +184,7 @@ func NewFromCollections(in Inputs, opts Options) *Controller {
 	}
 	c.services = krt.NewCollection(in.Services, c.buildService, c.krtOpts("kube-registry/services")...)
 	c.servicesByNS = krt.NewNamespaceIndex(c.services)
-	c.gateways = krt.NewCollection(c.services, c.buildGateways, c.krtOpts("kube-registry/network-gateways")...)
+	c.gateways = c.networkGatewayCollection(in)
 	c.workloads = krt.NewCollection(in.Pods, c.buildWorkload, c.krtOpts("kube-registry/workloads")...)
 	c.podIPs = krt.NewManyCollection(c.workloads, func(_ krt.HandlerContext, w model.WorkloadInstance) []podIP {
 		out := make([]podIP, 0, len(w.Endpoint.Addresses))

@@ -26,7 +26,18 @@ import (
 //     provided it declares that port or the HBONE port 15008; a Service
 //     meshNetworks names as registryServiceName of a network whose
 //     fromRegistry is this cluster is a gateway of that network on the port
-//     meshNetworks gives.
+//     meshNetworks gives;
+//   - a gateway Service of type NodePort with the
+//     traffic.istio.io/nodeSelector annotation and no externalIPs is
+//     reached at the ExternalIP of each node the selector (a JSON map of
+//     labels; empty or unreadable: every node) selects, and its gateway
+//     port becomes the node port (network_nodeport.go);
+//   - a Gateway API Gateway labelled topology.istio.io/network is a gateway
+//     at its spec addresses on its auto-passthrough and HBONE listeners
+//     (network_gatewayapi.go).
+//
+// Gateways whose address is a hostname are reported as they are; the push
+// context resolves them (pilot/pkg/model/network_dns.go).
 
 // networkSettings is what meshNetworks says about this cluster.
 type networkSettings struct {
@@ -173,9 +184,20 @@ func (c *Controller) buildGateways(ctx krt.HandlerContext, s serviceInfo) *servi
 	if len(tmpl) == 0 {
 		return nil
 	}
+	addrs := s.svc.Attributes.ClusterExternalAddresses.For(c.opts.ClusterID)
+	var nodePorts map[uint32]uint32
+	if raw := krt.FetchOne(ctx, c.inputs.Services, krt.FilterKey(s.key)); raw != nil && isNodePortGateway(*raw) {
+		nodePorts = nodePortMap(*raw)
+		if len(addrs) == 0 {
+			addrs = c.selectedNodeAddresses(ctx, *raw)
+		}
+	}
 	var out []model.NetworkGateway
-	for _, addr := range s.svc.Attributes.ClusterExternalAddresses.For(c.opts.ClusterID) {
+	for _, addr := range addrs {
 		for _, gw := range tmpl {
+			if np, ok := nodePorts[gw.Port]; ok {
+				gw.Port = np
+			}
 			gw.Cluster, gw.Addr = c.opts.ClusterID, addr
 			out = append(out, gw)
 		}
@@ -183,7 +205,7 @@ func (c *Controller) buildGateways(ctx krt.HandlerContext, s serviceInfo) *servi
 	if len(out) == 0 {
 		return nil
 	}
-	return &serviceGateways{key: s.key, gateways: model.SortGateways(out)}
+	return &serviceGateways{key: s.key, gateways: compactGateways(out)}
 }
 
 // gatewayTemplates are the gateways a service is, without address or
@@ -249,4 +271,24 @@ func (c *Controller) onGatewayEvents(events []krt.Event[serviceGateways]) {
 		c.opts.XDSUpdater.ConfigUpdate(&model.PushRequest{Full: true, Forced: true,
 			Reason: model.NewReasonStats(model.NetworksTrigger)})
 	}
+}
+
+// Network is the network of an endpoint at ip with labels, outside a
+// transform: the labels' topology.istio.io/network, else the system
+// namespace's, else meshNetworks', else the default (Istio's
+// Controller.Network, the ServiceEntry registry's NetworkFor callback for
+// WorkloadEntries of this cluster).
+func (c *Controller) Network(ip string, labels map[string]string) string {
+	if nw := labels[model.NetworkLabel]; nw != "" {
+		return nw
+	}
+	if sn := c.systemNetwork.Get(); sn != nil && sn.Network != "" {
+		return sn.Network
+	}
+	if ns := c.networks.Get(); ns != nil {
+		if nw := ns.networkFor(ip); nw != "" {
+			return nw
+		}
+	}
+	return c.settings.Get().DefaultNetwork
 }

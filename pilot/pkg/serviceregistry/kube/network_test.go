@@ -88,6 +88,13 @@ func TestEndpointNetworkPrecedence(t *testing.T) {
 			if got := networkOf(t, f, "192.168.1.7"); got != tc.bare {
 				t.Errorf("endpoint without pod: network %q, want %q", got, tc.bare)
 			}
+			// the same answer outside the registry (a WorkloadEntry's)
+			if got := f.reg.Network("192.168.1.7", nil); got != tc.bare {
+				t.Errorf("Network(192.168.1.7): %q, want %q", got, tc.bare)
+			}
+			if got := f.reg.Network("10.0.0.1", map[string]string{model.NetworkLabel: "pod-net"}); got != "pod-net" {
+				t.Errorf("Network with a label: %q", got)
+			}
 		})
 	}
 }

@@ -21,8 +21,15 @@ type Options struct {
 	ClusterID string
 	// TrustDomain of SPIFFE identities ("cluster.local" by default).
 	TrustDomain string
-	// DefaultNetwork is the network of workloads no field or label places.
+	// DefaultNetwork is the network of workloads whose entry names none.
 	DefaultNetwork string
+	// NetworkFor, when set, gives the topology.istio.io/network label of
+	// a WorkloadEntry (or inline endpoint) that names no network and has
+	// no such label: Istio's WithNetworkIDCb, which it sets only for the
+	// WorkloadEntries it reads from a remote cluster (the kube registry's
+	// Network of that cluster). The endpoint's network stays the entry's
+	// own, as in Istio.
+	NetworkFor func(ip string, labels map[string]string) string
 	// XDSUpdater receives every change (required).
 	XDSUpdater model.XDSUpdater
 	// Workloads are the pods a workloadSelector may select (the Kubernetes

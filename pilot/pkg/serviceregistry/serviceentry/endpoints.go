@@ -56,7 +56,8 @@ func (c *Controller) buildServiceEntry(ctx krt.HandlerContext, cfg config.Config
 	services, more := convertServices(cfg, se, ports, c.opts.ClusterID)
 	info.services = services
 	info.problems = append(problems, more...)
-	wc := workloadContext{clusterID: c.opts.ClusterID, trustDomain: st.TrustDomain, defaultNetwork: st.DefaultNetwork}
+	wc := workloadContext{clusterID: c.opts.ClusterID, trustDomain: st.TrustDomain, defaultNetwork: st.DefaultNetwork,
+		networkFor: c.opts.NetworkFor}
 	workloads := c.inlineWorkloads(cfg, se, wc, info)
 	for _, w := range c.selectedWorkloads(ctx, cfg, se) {
 		// a workload named by DNS (or a socket) serves DNS entries only

@@ -33,6 +33,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfgs ...config.Config) *fixture {
 	t.Helper()
+	return newFixtureWith(t, serviceentry.Options{}, cfgs...)
+}
+
+// newFixtureWith is newFixture with options (those the fixture sets are
+// overwritten).
+func newFixtureWith(t *testing.T, opts serviceentry.Options, cfgs ...config.Config) *fixture {
+	t.Helper()
 	f := &fixture{t: t, store: memory.New(collections.Pilot), pushes: model.NewRecordingXDSUpdater(0),
 		index: model.NewEndpointIndex(), board: diag.New(nil), stop: make(chan struct{}),
 		shard: model.NewShardKey(model.External, "Kubernetes")}
@@ -42,10 +49,9 @@ func newFixture(t *testing.T, cfgs ...config.Config) *fixture {
 	for _, c := range cfgs {
 		f.create(c)
 	}
-	f.reg = serviceentry.NewController(f.store, serviceentry.Options{
-		XDSUpdater: model.FanOut{f.rec, model.NewEndpointIndexUpdater(f.index, f.pushes)},
-		Workloads:  f.pods, Problems: f.board, Stop: f.stop, TrustDomain: "td.example",
-	})
+	opts.XDSUpdater = model.FanOut{f.rec, model.NewEndpointIndexUpdater(f.index, f.pushes)}
+	opts.Workloads, opts.Problems, opts.Stop, opts.TrustDomain = f.pods, f.board, f.stop, "td.example"
+	f.reg = serviceentry.NewController(f.store, opts)
 	f.eventually("synced", f.reg.HasSynced)
 	return f
 }

@@ -44,6 +44,24 @@ type workloadContext struct {
 	clusterID      string
 	trustDomain    string
 	defaultNetwork string
+	networkFor     func(ip string, labels map[string]string) string
+}
+
+// workloadNetwork is the network of a workload entry's endpoint and the
+// one its topology.istio.io/network label gets when it has none, as
+// Istio's ServiceEntry registry decides them: the endpoint's network is
+// the entry's network field (its WorkloadGroup template's for an entry
+// created from a group), whatever its labels say; the label, when the
+// entry has none, is that field, else what the NetworkFor callback says
+// of the address and labels (Istio's WithNetworkIDCb), else nothing.
+// DefaultNetwork, when set, stands in for an empty field in both.
+func workloadNetwork(we *networking.WorkloadEntry, labels map[string]string, wc workloadContext) (endpoint, label string) {
+	endpoint = we.GetNetwork()
+	label = endpoint
+	if label == "" && wc.networkFor != nil {
+		label = wc.networkFor(we.GetAddress(), labels)
+	}
+	return firstNonEmpty(endpoint, wc.defaultNetwork), firstNonEmpty(label, wc.defaultNetwork)
 }
 
 // buildWorkloadEntry is the transform WorkloadEntry → weInfo.
@@ -62,7 +80,8 @@ func (c *Controller) buildWorkloadEntry(ctx krt.HandlerContext, cfg config.Confi
 			info.problems = append(info.problems, fmt.Sprintf("WorkloadGroup %s/%s not found; its template is not applied", cfg.Namespace, group))
 		}
 	}
-	wc := workloadContext{clusterID: c.opts.ClusterID, trustDomain: st.TrustDomain, defaultNetwork: st.DefaultNetwork}
+	wc := workloadContext{clusterID: c.opts.ClusterID, trustDomain: st.TrustDomain, defaultNetwork: st.DefaultNetwork,
+		networkFor: c.opts.NetworkFor}
 	name := workloadName(cfg.Name, cfg.Annotations, cfg.Labels)
 	wi, err := convertWorkload(we, labels, cfg.Namespace, cfg.Name, name, wc)
 	if err != nil {
@@ -196,8 +215,7 @@ func convertWorkload(we *networking.WorkloadEntry, labels map[string]string, ns,
 	if locality == "" {
 		locality = model.LocalityFromLabels(labels)
 	}
-	network := firstNonEmpty(we.GetNetwork(), labels[model.NetworkLabel])
-	network = firstNonEmpty(network, wc.defaultNetwork)
+	network, labelNetwork := workloadNetwork(we, labels, wc)
 	sa := ""
 	if we.GetServiceAccount() != "" {
 		sa = model.SpiffeIdentity(wc.trustDomain, ns, we.GetServiceAccount())
@@ -209,7 +227,7 @@ func convertWorkload(we *networking.WorkloadEntry, labels map[string]string, ns,
 		Labels:    labels,
 		Endpoint: &model.IstioEndpoint{
 			Addresses:      []string{addr},
-			Labels:         model.AugmentLabels(labels, wc.clusterID, locality, "", network),
+			Labels:         model.AugmentLabels(labels, wc.clusterID, locality, "", labelNetwork),
 			Network:        network,
 			Locality:       model.Locality{Label: locality, ClusterID: wc.clusterID},
 			LbWeight:       we.GetWeight(),

@@ -211,6 +211,10 @@ type domainsKey struct {
 	svc                          *model.Service
 	port                         int
 	proxyNamespace, domainSuffix string
+	// what picks the service's addresses among the domains
+	clusterID     string
+	ipMode        model.IPMode
+	autoAllocated bool
 }
 
 // kindsKeepingVirtualHosts are the kinds whose changes cannot turn a
@@ -230,7 +234,8 @@ func carryVirtualHosts(push *model.PushContext, prevSeq uint64) bool {
 func (c *vhostCache) get(push *model.PushContext, sr route.ServiceRoutes, port int, o route.Options, l vhostLookups, build func(*vhostDeps) *vhostEntry) *vhostEntry {
 	c.gets.Add(1)
 	seq := push.Seq()
-	dk := domainsKey{svc: sr.Service, port: port, proxyNamespace: o.ProxyNamespace, domainSuffix: o.DomainSuffix}
+	dk := domainsKey{svc: sr.Service, port: port, proxyNamespace: o.ProxyNamespace, domainSuffix: o.DomainSuffix,
+		clusterID: o.ClusterID, ipMode: o.IPMode, autoAllocated: o.AutoAllocated}
 	c.mu.Lock()
 	if !c.use(push) {
 		c.mu.Unlock()

@@ -374,7 +374,8 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	// the addresses of services' listeners follow the proxy's cluster and
 	// IP mode; the server names of TLS ports its DNS domain
 	clusterID, ipMode := proxy.ClusterID(), proxy.IPMode()
-	opts.Addresses = func(svc *model.Service) []string { return svc.AddressesForProxy(clusterID, ipMode) }
+	autoAllocated := takesAllocatedAddresses(proxy)
+	opts.Addresses = func(svc *model.Service) []string { return svc.ProxyAddresses(clusterID, ipMode, autoAllocated) }
 	opts.DNSDomain = proxy.DNSDomain
 	idle := proxyIdleTimeout(proxy)
 	opts.IdleTimeout = listener.ParseIdleTimeout(idle)
@@ -406,10 +407,11 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	// and HTTP connection managers also take the proxy's IDLE_TIMEOUT; the
 	// addresses of services' listeners its cluster (a Kubernetes service's
 	// VIPs there), and the server names of TLS ports its DNS domain (the
-	// short names of ExternalName aliases).
+	// short names of ExternalName aliases); whether it captures DNS the
+	// addresses allocated to ServiceEntries it listens on.
 	key := cacheKey{typeURL: xds.ListenerType, namespace: g.routeScope(push, proxy),
 		name: tp.Key() + "|" + tel.Key() + "|" + proxy.ServiceCluster + "|" + egressKey(proxy) + "|" + opts.SelfIP + "|" + idle +
-			"|" + clusterID + "|" + proxy.DNSDomain,
+			"|" + clusterID + "|" + proxy.DNSDomain + "|" + strconv.FormatBool(autoAllocated),
 		patches: ps.Key()}
 	// their HTTP connection managers also follow the proxy's resolved
 	// connectionSettings (its PROXY_CONFIG, else the mesh's defaultConfig)
@@ -506,9 +508,11 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 		return g.routerRoutes(proxy, push, names, ps), nil
 	}
 	// the route configuration of a port depends on the proxy only through
-	// its scope, namespace and the labels routes select on: sidecars that
-	// agree on those share one copy
+	// its scope, namespace and the labels routes select on, and through
+	// what picks the service addresses among its domains (cluster, IP
+	// mode, DNS capture): sidecars that agree on those share one copy
 	scope := g.routeScope(push, proxy)
+	addressing := "|" + proxy.ClusterID() + "|" + strconv.Itoa(int(proxy.IPMode())) + "|" + strconv.FormatBool(takesAllocatedAddresses(proxy))
 	var byPort map[int][]route.ServiceRoutes
 	var out xds.Generated
 	for _, n := range names {
@@ -516,7 +520,7 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 		if !ok {
 			continue
 		}
-		key := cacheKey{typeURL: xds.RouteType, namespace: scope, name: n, patches: ps.Key()}
+		key := cacheKey{typeURL: xds.RouteType, namespace: scope, name: n + addressing, patches: ps.Key()}
 		out.Append(g.cache.get(&g.slots, push, key, 0, func() xds.Generated {
 			opts := sidecarRouteOptions(push, proxy)
 			from := egressListenerForRoutes(push.SidecarScope(proxy), port, n)
@@ -563,9 +567,22 @@ func sidecarRouteOptions(push *model.PushContext, proxy *model.Proxy) route.Opti
 	opts := route.Options{ProxyNamespace: proxy.ConfigNamespace, DomainSuffix: push.DomainSuffix(), AllowAny: allowAny(push, proxy),
 		AllowAnyDynamicDNS: allowAnyDynamicDNS(push, proxy),
 		ProxyLabels:        proxy.Labels, Gateway: "mesh",
-		LookupService: func(h string) *model.Service { return push.ServiceForHostname(proxy, h) }}
+		LookupService: func(h string) *model.Service { return push.ServiceForHostname(proxy, h) },
+		ClusterID:     proxy.ClusterID(), IPMode: proxy.IPMode(), AutoAllocated: takesAllocatedAddresses(proxy)}
 	withHashes(&opts, push, proxy)
 	return opts
+}
+
+// takesAllocatedAddresses tells a proxy that captures DNS: it listens on,
+// and routes by, the addresses allocated to ServiceEntries that have none
+// (Istio's nodeUsesAutoallocatedIPs, with PILOT_ENABLE_IP_AUTOALLOCATE on:
+// the allocator writes them).
+func takesAllocatedAddresses(proxy *model.Proxy) bool {
+	if proxy.Metadata == nil {
+		return false
+	}
+	b, _ := strconv.ParseBool(proxy.Metadata.DNSCapture)
+	return b
 }
 
 // routesByPort pairs the HTTP and sniffed (no declared protocol) services
