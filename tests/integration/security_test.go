@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/xds"
 	"github.com/meshplane/istiod/pilot/pkg/xds/adsc"
+	"github.com/meshplane/istiod/pkg/kube/leaderelection"
 	"github.com/meshplane/istiod/tests/kube"
 )
 
@@ -226,11 +228,10 @@ func TestTwoReplicasShareRootAndWriter(t *testing.T) {
 	if rootPEM != string(first.srv.CA().RootCertPEM()) {
 		t.Fatal("the published root is not the CA's")
 	}
-	lease, err := env.Kube.CoordinationV1().Leases(ns).Get(registryCtx, "istio-namespace-controller-election", metav1.GetOptions{})
-	if err != nil || lease.Spec.HolderIdentity == nil {
-		t.Fatalf("lease: %v %v", err, lease)
+	holder := electionHolder(t, env, ns)
+	if holder == "" {
+		t.Fatal("no holder of istio-namespace-controller-election")
 	}
-	holder := *lease.Spec.HolderIdentity
 	leader, follower := first, second
 	if second.srv.IsNamespaceControllerLeader() {
 		leader, follower = second, first
@@ -248,10 +249,27 @@ func TestTwoReplicasShareRootAndWriter(t *testing.T) {
 	if !follower.srv.IsNamespaceControllerLeader() {
 		t.Error("the remaining replica does not lead")
 	}
-	if lease, err = env.Kube.CoordinationV1().Leases(ns).Get(registryCtx, "istio-namespace-controller-election", metav1.GetOptions{}); err != nil ||
-		lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == holder {
-		t.Errorf("lease still held by %s", holder)
+	if now := electionHolder(t, env, ns); now == "" || now == holder {
+		t.Errorf("the election is still held by %s (now %q)", holder, now)
 	}
+}
+
+// electionHolder is the holder of the namespace controller's election in
+// ns: Istio's ConfigMap lock, its record in the leader annotation.
+func electionHolder(t *testing.T, env *kube.Env, ns string) string {
+	t.Helper()
+	cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(registryCtx, leaderelection.NamespaceController, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the election's ConfigMap: %v", err)
+	}
+	var rec leaderelection.Record
+	if err := json.Unmarshal([]byte(cm.Annotations[leaderelection.RecordAnnotation]), &rec); err != nil {
+		t.Fatalf("the election record %q: %v", cm.Annotations[leaderelection.RecordAnnotation], err)
+	}
+	if rec.HolderKey != "default" {
+		t.Errorf("holder key %q, want default (a local istiod of the default revision)", rec.HolderKey)
+	}
+	return rec.HolderIdentity
 }
 
 // Debug endpoints off loopback take the same service-account tokens as

@@ -10,7 +10,8 @@ import (
 )
 
 // ipAllocateElection is Istio's election of its IP autoallocate
-// controller (one for all revisions).
+// controller (one for all revisions): a prioritized ConfigMap lock, as
+// Istio's NewLeaderElection makes it.
 const ipAllocateElection = "istio-ip-autoallocate"
 
 // IPAllocateOptions configure the addresses given to ServiceEntries
@@ -70,10 +71,25 @@ func (s *Server) initIPAllocate() {
 		return
 	}
 	c := ipallocate.New(ipallocate.Options{Store: s.store, IPv4: o.IPv4, IPv6: o.IPv6})
-	s.ipAllocate = leaderelection.New(s.kubeClient.Kube(), s.args.Namespace, ipAllocateElection, s.identity(),
-		s.args.Security.LeaderElection)
+	s.ipAllocateRevisions = leaderelection.NewDefaultRevisionWatcher(s.kubeClient.Kube())
+	s.ipAllocate = leaderelection.NewPrioritized(s.kubeClient.Kube(), leaderelection.PrioritizedOptions{
+		Namespace: s.args.Namespace, Name: ipAllocateElection, Identity: s.identity(), Revision: s.args.Revision,
+		DefaultRevision: s.ipAllocateRevisions.Get, Timing: s.args.Security.LeaderElection})
 	s.ipAllocate.AddRunFunction(c.Run)
 }
 
 // startIPAllocate contends for the election.
-func (s *Server) startIPAllocate() { s.contend(s.ipAllocate) }
+func (s *Server) startIPAllocate() {
+	if s.ipAllocate == nil {
+		return
+	}
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.ipAllocateRevisions.Run(s.internalStop)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.ipAllocate.Run(s.internalStop)
+	}()
+}

@@ -40,7 +40,12 @@ type secure struct {
 	listener net.Listener
 	auths    []security.Authenticator
 	nsc      *namespacecontroller.Controller
-	election *leaderelection.Election
+	// election is Istio's prioritized ConfigMap lock of the namespace
+	// controller (istio-namespace-controller-election), so that our
+	// replicas and Istio's, side by side during a migration, elect one
+	// writer; revisions follows the cluster's default revision for it
+	election  *leaderelection.Prioritized
+	revisions *leaderelection.DefaultRevisionWatcher
 }
 
 // initSecurity builds the CA (plugged-in files, else the istio-ca-secret
@@ -146,7 +151,10 @@ func (s *Server) initRootCertPublisher(sec *secure) {
 		sec.files.onCAChange(republish)
 	}
 	id := s.identity()
-	sec.election = leaderelection.New(s.kubeClient.Kube(), s.args.Namespace, leaderelection.NamespaceController, id, s.args.Security.LeaderElection)
+	sec.revisions = leaderelection.NewDefaultRevisionWatcher(s.kubeClient.Kube())
+	sec.election = leaderelection.NewPrioritized(s.kubeClient.Kube(), leaderelection.PrioritizedOptions{
+		Namespace: s.args.Namespace, Name: leaderelection.NamespaceController, Identity: id, Revision: s.args.Revision,
+		DefaultRevision: sec.revisions.Get, Timing: s.args.Security.LeaderElection})
 	sec.election.AddRunFunction(sec.nsc.Run)
 	sec.election.AddRunFunction(wh.Run)
 }
@@ -179,7 +187,11 @@ func (s *Server) startSecurity() error {
 		}()
 	}
 	if sec.election != nil {
-		s.wg.Add(1)
+		s.wg.Add(2)
+		go func() {
+			defer s.wg.Done()
+			sec.revisions.Run(s.internalStop)
+		}()
 		go func() {
 			defer s.wg.Done()
 			sec.election.Run(s.internalStop)

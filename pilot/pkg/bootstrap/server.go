@@ -80,7 +80,8 @@ type Server struct {
 	// lastGood elects the writer of the last-good record (lastgood.go)
 	lastGood *leaderelection.Election
 	// ipAllocate elects the writer of ServiceEntry addresses (ipallocate.go)
-	ipAllocate *leaderelection.Election
+	ipAllocate          *leaderelection.Prioritized
+	ipAllocateRevisions *leaderelection.DefaultRevisionWatcher
 	// ambient is the ambient index (ambient.go); nil unless PILOT_ENABLE_AMBIENT
 	ambient *ambient.Index
 	// ambientStatus elects the writer of the ambient policy status (ambientstatus.go)

@@ -8,7 +8,6 @@
 // "^"-prefixed for an istiod outside the cluster), so that the default
 // revision, and a local istiod over an external one, take the lock from a
 // live holder (prioritized.go; defaultrevision.go follows the cluster's
-// default revision). Istio's lock names are kept; an Election and an
-// Istio replica contending for a lock name Istio keeps in a ConfigMap do
-// not see each other.
+// default revision). Istio's lock names and kinds are kept, so that our
+// replicas and Istio's contend for the same lock.
 package leaderelection
