@@ -180,6 +180,12 @@ func (f *Fixture) Run(t *testing.T, c Case) {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.run(t, c)
+}
+
+// run is Run for a caller holding f.mu.
+func (f *Fixture) run(t *testing.T, c Case) {
+	t.Helper()
 	begin := time.Now()
 	objs, err := parseObjects(c.Objects)
 	if err != nil {

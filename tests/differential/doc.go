@@ -56,11 +56,28 @@
 // its namespaces are swept of what the control planes generated for it.
 // The cases run one at a time, in one pair of worlds.
 //
+// # Multicluster cases
+//
+// Fixture.Multicluster gives each world a second cluster: a remote API
+// server (started on the first such case, stopped with the fixture),
+// read by the world's control plane through a remote secret in the
+// primary's istio-system (cluster2, a kubeconfig with its credentials
+// inline). It applies the remote's objects (their Services declare
+// cluster IPs of RemoteClusterIPs, so that both worlds hold the same),
+// labels each cluster's istio-system with its network when asked, and
+// waits until both control planes send a remote sentinel (a Service of
+// the remote); Clusters.Run then runs cases as Run does, their objects
+// in the primaries, and Clusters.RotateSecret and DeleteSecret change the
+// secret between them. When it ends, the secret is deleted, both control
+// planes are seen to drop the remote, and the labels and the remote's
+// objects are removed.
+//
 // # What is normalised, what is allowed
 //
 // Two things must differ between the worlds and are rewritten before the
 // comparison (normalise): cluster IPs, named "<clusterIP ns/name>" after
-// their Service, and the port of the API server's own endpoint. Neither
+// their Service, and the port of the API server's own endpoint (the
+// remote's too). Neither
 // control plane identifier, versions, nonces nor certificates are compared:
 // they are not part of the resources (SDS is not fetched). Anything else
 // that differs is a failure unless the case allows it by name, with a

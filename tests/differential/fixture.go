@@ -57,6 +57,11 @@ type Fixture struct {
 	bins     [2]string
 	cfg      planeConfig
 	restarts int
+	// remotes are the remote clusters' API servers (Ours, Istio), started
+	// on the first multicluster case (see startRemotes)
+	remotes        [2]*kube.Env
+	remotesStarted bool
+	remotesErr     error
 	// mu serialises the cases: they share the two worlds
 	mu sync.Mutex
 }
@@ -200,6 +205,7 @@ func (f *Fixture) startPlanes(cfg planeConfig) error {
 		if err != nil {
 			return fmt.Errorf("starting %s: %v", fl, err)
 		}
+		p.remote = f.remotes[i]
 		f.planes[i] = p
 	}
 	f.cfg = cfg
@@ -286,8 +292,8 @@ func injectorConfigMap() string {
 	return filepath.Join(filepath.Dir(root), "shared", "reference", "gateways", "input", "istio-sidecar-injector.yaml")
 }
 
-// stop ends both control planes, then both API servers, and removes the
-// work directory.
+// stop ends both control planes, then both API servers (and the remote
+// ones, when started), and removes the work directory.
 func (f *Fixture) stop() {
 	for _, p := range f.planes {
 		if p != nil {
@@ -297,6 +303,11 @@ func (f *Fixture) stop() {
 	for _, p := range f.planes {
 		if p != nil && p.kube != nil {
 			p.kube.Stop()
+		}
+	}
+	for _, r := range f.remotes {
+		if r != nil {
+			r.Stop()
 		}
 	}
 	os.RemoveAll(f.dir)

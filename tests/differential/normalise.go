@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshplane/istiod/tests/kube"
 )
 
 // normalise makes what must differ between the two worlds equal. Two
@@ -34,14 +36,27 @@ func normalise(v any, ips map[string]string, api map[string]bool) any {
 }
 
 // apiServerEndpoints are the addresses ("ip:port") of the EndpointSlices
-// of Service default/kubernetes: the API server's own, which it writes.
+// of Service default/kubernetes: the API server's own, which it writes
+// (and, once a multicluster case started the remote, the remote's).
 func (p *plane) apiServerEndpoints(ctx context.Context) (map[string]bool, error) {
-	list, err := p.kube.Kube.DiscoveryV1().EndpointSlices("default").List(ctx,
+	out := map[string]bool{}
+	for _, env := range []*kube.Env{p.kube, p.remote} {
+		if env == nil {
+			continue
+		}
+		if err := addAPIServerEndpoints(ctx, env, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func addAPIServerEndpoints(ctx context.Context, env *kube.Env, out map[string]bool) error {
+	list, err := env.Kube.DiscoveryV1().EndpointSlices("default").List(ctx,
 		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := map[string]bool{}
 	for _, es := range list.Items {
 		for _, ep := range es.Endpoints {
 			for _, a := range ep.Addresses {
@@ -53,7 +68,7 @@ func (p *plane) apiServerEndpoints(ctx context.Context) (map[string]bool, error)
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // walkObjects calls fn on every JSON object of v.

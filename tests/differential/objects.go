@@ -66,6 +66,10 @@ type world struct {
 	p       *plane
 	mapper  meta.ResettableRESTMapper
 	created []objRef
+	// keepClusterIPs creates Services with the cluster IPs they declare
+	// (the remote clusters', see multicluster.go), rather than leaving
+	// them to the API server
+	keepClusterIPs bool
 	// namespaces are the case's namespaces outside protectedNamespaces,
 	// swept when it ends
 	namespaces []string
@@ -94,7 +98,9 @@ func (w *world) mapping(u *unstructured.Unstructured) (*meta.RESTMapping, error)
 // EndpointSlices the objects imply (autoEndpointSlices). Services get
 // their cluster IP from the API server (spec.clusterIP other than None is
 // dropped: the two servers allocate on their own, and the snapshots name
-// cluster IPs by their Service, see normalise); Pods get their status
+// cluster IPs by their Service, see normalise; a remote cluster's world
+// keeps them, see keepClusterIPs); a Service's declared status (a load
+// balancer's ingress) is written after creation; Pods get their status
 // (status.podIP at least) written after creation, as a kubelet would,
 // and spec.serviceAccountName "default" when they name none, as a real
 // cluster's admission gives them.
@@ -184,7 +190,7 @@ func (w *world) create(ctx context.Context, u *unstructured.Unstructured) error 
 		}
 	}
 	if u.GetKind() == "Service" && u.GetAPIVersion() == "v1" {
-		if ip, _, _ := unstructured.NestedString(u.Object, "spec", "clusterIP"); ip != "None" {
+		if ip, _, _ := unstructured.NestedString(u.Object, "spec", "clusterIP"); ip != "None" && !w.keepClusterIPs {
 			unstructured.RemoveNestedField(u.Object, "spec", "clusterIP")
 			unstructured.RemoveNestedField(u.Object, "spec", "clusterIPs")
 		}
@@ -200,6 +206,16 @@ func (w *world) create(ctx context.Context, u *unstructured.Unstructured) error 
 		return fmt.Errorf("creating %s %s: %v", u.GetKind(), key(u), err)
 	}
 	w.created = append(w.created, objRef{gvr: m.Resource, namespace: created.GetNamespace(), name: created.GetName()})
+	if u.GetKind() == "Service" && u.GetAPIVersion() == "v1" && hasStatus {
+		// a load balancer controller's address, such as an east-west
+		// gateway's
+		if err := unstructured.SetNestedMap(created.Object, status, "status"); err != nil {
+			return err
+		}
+		if _, err := ri.Namespace(created.GetNamespace()).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("service %s status: %v", key(u), err)
+		}
+	}
 	if u.GetKind() == "Pod" && u.GetAPIVersion() == "v1" {
 		if !hasStatus {
 			return fmt.Errorf("pod %s: no status (status.podIP is needed: no kubelet assigns one)", key(u))

@@ -35,6 +35,9 @@ const istiodNamespace = "istio-system"
 type plane struct {
 	flavor Flavor
 	kube   *kube.Env
+	// remote is the remote cluster's API server, once a multicluster
+	// case started it (its own endpoint is normalised as kube's)
+	remote *kube.Env
 	// dynamic is the harness's client of the API server, without the
 	// deprecation warnings a namespace sweep provokes
 	dynamic dynamic.Interface
