@@ -105,14 +105,6 @@ var goldenNotChecked = map[string]string{
 		"(the Sidecar's clashing ingress and egress listeners), which the harness's ADS client refuses as Envoy would",
 }
 
-// Reasons shared by several cases' allowed differences.
-const (
-	whyPassthroughPanic = "Istio sets commonLbConfig.healthyPanicThreshold (0) on the ORIGINAL_DST clusters of resolution NONE " +
-		"ServiceEntries as on the others; ours gives passthrough clusters no commonLbConfig (cluster.buildOne)"
-	whyPassthroughMTLS = "Istio applies no auto-mTLS transport socket matches to ORIGINAL_DST clusters " +
-		"(applyUpstreamTLSSettings, cluster_tls.go); ours does (as sidecar_test.go's headless-cluster-mtls)"
-)
-
 // each is one allowed difference per resource, with the same name, type,
 // path and reason.
 func each(name, typ, path, why string, resources ...string) []differential.Allowed {
@@ -148,16 +140,6 @@ var goldenAllowed = map[string][]differential.Allowed{
 	"gateway-servers": {{Name: "scoped-redirect-host", Type: "rds", Resource: "http.80", Path: "virtualHosts[name=shop/old.example.com:80]",
 		Why: "an httpsRedirect server's namespace-scoped host (./old.example.com): Istio makes a virtual host whose domain is " +
 			"\"shop/old.example.com\" (matching no request); ours takes the host (route/gateway.go)"}},
-	"sidecar-sniffing": slices.Concat(
-		each("passthrough-panic-threshold", "cds", "commonLbConfig", whyPassthroughPanic,
-			"outbound|3306||mysql.example.com", "outbound|3306||nets.example.com", "outbound|4000||ring.app.svc.cluster.local",
-			"outbound|4001||ring.app.svc.cluster.local", "outbound|6000||backup.example.com", "outbound|6000||nets.example.com",
-			"outbound|7000||mirror.app.svc.cluster.local", "outbound|7000||peers.app.svc.cluster.local"),
-		each("passthrough-auto-mtls", "cds", "transportSocketMatches", whyPassthroughMTLS,
-			"outbound|4000||ring.app.svc.cluster.local", "outbound|4001||ring.app.svc.cluster.local",
-			"outbound|7000||mirror.app.svc.cluster.local", "outbound|7000||peers.app.svc.cluster.local")),
-	"sidecar-tls-sni": each("passthrough-panic-threshold", "cds", "commonLbConfig", whyPassthroughPanic,
-		"outbound|443||*.static.example.com"),
 }
 
 // goldenExtraObjects are objects a case needs in an API server that the

@@ -231,49 +231,6 @@ func mcRouter(network string) differential.Proxy {
 	return p
 }
 
-// mcDBCluster is the cluster of headless Service db.
-const mcDBCluster = "outbound|5432||db." + mcNamespace + ".svc.cluster.local"
-
-// headlessAllowed are the differences of headless db's cluster, by name:
-// none is multicluster's (the same shows with the remote gone), all come
-// from building a passthrough (headless) Service's cluster, in
-// pilot/pkg/networking/cluster/builder.go, outside this change.
-var headlessAllowed = map[string]differential.Allowed{
-	"panic-threshold": {Name: "headless-original-dst-panic-threshold", Type: "cds", Resource: mcDBCluster, Path: "commonLbConfig",
-		Why: "Istio gives every outbound cluster, ORIGINAL_DST too, commonLbConfig.healthyPanicThreshold 0 (applyLoadBalancer sets it " +
-			"before returning for ORIGINAL_DST, as PILOT_AUTO_SEND_UNHEALTHY_ENDPOINTS is on); ours sets none on a passthrough cluster " +
-			"(cluster/builder.go, not a fix location of this change)"},
-	"mtls-matches": {Name: "headless-original-dst-mtls-matches", Type: "cds", Resource: mcDBCluster, Path: "transportSocketMatches",
-		Why: "Istio gives an ORIGINAL_DST cluster no auto-mTLS transport socket matches (cluster_tls.go; as sidecar_test's " +
-			"headless-cluster-mtls); cluster/builder.go is outside this change"},
-	"mtls-socket": {Name: "headless-original-dst-mtls-socket", Type: "cds", Resource: mcDBCluster, Path: "transportSocket",
-		Why: "with every endpoint labelled tlsMode istio, Istio sets the ISTIO_MUTUAL transport socket itself on the ORIGINAL_DST " +
-			"cluster, where ours keeps the matches (cluster_tls.go); cluster/builder.go is outside this change"},
-	"gateway-type": {Name: "headless-gateway-eds-type", Type: "cds", Resource: mcDBCluster, Path: "type",
-		Why: "a gateway cannot use ORIGINAL_DST: Istio's convertResolution builds an EDS cluster for a passthrough Service on a " +
-			"router, ours ORIGINAL_DST (cluster/builder.go, outside this change)"},
-	"gateway-lb": {Name: "headless-gateway-eds-lb-policy", Type: "cds", Resource: mcDBCluster, Path: "lbPolicy",
-		Why: "follows from headless-gateway-eds-type: LEAST_REQUEST on Istio's EDS cluster, CLUSTER_PROVIDED on ours"},
-	"gateway-eds-config": {Name: "headless-gateway-eds-config", Type: "cds", Resource: mcDBCluster, Path: "edsClusterConfig",
-		Why: "follows from headless-gateway-eds-type"},
-	"gateway-eds": {Name: "headless-gateway-eds-endpoints", Type: "eds", Resource: mcDBCluster,
-		Why: "follows from headless-gateway-eds-type: Istio sends the EDS cluster's endpoints (through the network gateways), ours none"},
-}
-
-func headless(names ...string) []differential.Allowed {
-	var out []differential.Allowed
-	for _, n := range names {
-		a, ok := headlessAllowed[n]
-		if !ok {
-			panic("no headless allowance " + n)
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-var headlessGateway = []string{"panic-threshold", "gateway-type", "gateway-lb", "gateway-eds-config", "gateway-eds"}
-
 // One network: a sidecar and the gateway of the primary get both's
 // endpoints of both clusters, remote-only's and lonely's of the remote,
 // and local's and mc-dns's of their own cluster only (a sidecar of the
@@ -283,25 +240,23 @@ var headlessGateway = []string{"panic-threshold", "gateway-type", "gateway-lb", 
 func TestMulticlusterSameNetwork(t *testing.T) {
 	f := differential.Shared(t)
 	m := differential.Multicluster{Mesh: mcMesh, Remote: mcRemote(false, 0)}
-	sidecar := headless("panic-threshold", "mtls-matches")
 	f.Multicluster(t, m, func(c *differential.Clusters) {
 		t.Run("sidecar", func(t *testing.T) {
-			c.Run(t, differential.Case{Name: "multicluster sidecar", Objects: mcPrimary(false), Proxy: mcSidecar(""), Allowed: sidecar})
+			c.Run(t, differential.Case{Name: "multicluster sidecar", Objects: mcPrimary(false), Proxy: mcSidecar("")})
 		})
 		t.Run("gateway", func(t *testing.T) {
-			c.Run(t, differential.Case{Name: "multicluster gateway", Objects: mcPrimary(false), Proxy: mcRouter(""),
-				Allowed: headless(append(headlessGateway, "mtls-matches")...)})
+			c.Run(t, differential.Case{Name: "multicluster gateway", Objects: mcPrimary(false), Proxy: mcRouter("")})
 		})
 		t.Run("remote sidecar", func(t *testing.T) {
-			c.Run(t, differential.Case{Name: "multicluster remote sidecar", Objects: mcPrimary(false), Proxy: mcRemoteSidecar("", false), Allowed: sidecar})
+			c.Run(t, differential.Case{Name: "multicluster remote sidecar", Objects: mcPrimary(false), Proxy: mcRemoteSidecar("", false)})
 		})
 		t.Run("secret rotated", func(t *testing.T) {
 			c.RotateSecret(t)
-			c.Run(t, differential.Case{Name: "multicluster rotated", Objects: mcPrimary(false), Proxy: mcSidecar(""), Allowed: sidecar})
+			c.Run(t, differential.Case{Name: "multicluster rotated", Objects: mcPrimary(false), Proxy: mcSidecar("")})
 		})
 		t.Run("secret deleted", func(t *testing.T) {
 			c.DeleteSecret(t)
-			c.Run(t, differential.Case{Name: "multicluster deleted", Objects: mcPrimary(false), Proxy: mcSidecar(""), Allowed: sidecar})
+			c.Run(t, differential.Case{Name: "multicluster deleted", Objects: mcPrimary(false), Proxy: mcSidecar("")})
 		})
 	})
 }
@@ -315,7 +270,6 @@ func TestMulticlusterSameNetwork(t *testing.T) {
 // it has one; a sidecar that names no network is compared too.
 func TestMulticlusterNetworks(t *testing.T) {
 	f := differential.Shared(t)
-	sidecar := headless("panic-threshold", "mtls-matches", "mtls-socket")
 	for _, gateways := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d gateways", gateways), func(t *testing.T) {
 			m := differential.Multicluster{Mesh: mcMesh, Remote: mcRemote(true, gateways), PrimaryNetwork: "network1", RemoteNetwork: "network2"}
@@ -326,17 +280,16 @@ func TestMulticlusterNetworks(t *testing.T) {
 					objects += mcGateway("istio-eastwestgateway", "network1", "", "203.0.113.9")
 				}
 				t.Run("sidecar", func(t *testing.T) {
-					c.Run(t, differential.Case{Name: name + " sidecar", Objects: objects, Proxy: mcSidecar("network1"), Allowed: sidecar})
+					c.Run(t, differential.Case{Name: name + " sidecar", Objects: objects, Proxy: mcSidecar("network1")})
 				})
 				t.Run("gateway", func(t *testing.T) {
-					c.Run(t, differential.Case{Name: name + " gateway", Objects: objects, Proxy: mcRouter("network1"),
-						Allowed: headless(headlessGateway...)})
+					c.Run(t, differential.Case{Name: name + " gateway", Objects: objects, Proxy: mcRouter("network1")})
 				})
 				t.Run("remote sidecar", func(t *testing.T) {
-					c.Run(t, differential.Case{Name: name + " remote sidecar", Objects: objects, Proxy: mcRemoteSidecar("network2", true), Allowed: sidecar})
+					c.Run(t, differential.Case{Name: name + " remote sidecar", Objects: objects, Proxy: mcRemoteSidecar("network2", true)})
 				})
 				t.Run("sidecar without network", func(t *testing.T) {
-					c.Run(t, differential.Case{Name: name + " no network", Objects: objects, Proxy: mcSidecar(""), Allowed: sidecar})
+					c.Run(t, differential.Case{Name: name + " no network", Objects: objects, Proxy: mcSidecar("")})
 				})
 			})
 		})

@@ -128,14 +128,6 @@ spec:
 status: {podIP: 10.244.9.11}
 `,
 		Proxy: differential.Proxy{Pod: "db-0", Namespace: "headless", Workload: "db"},
-		Allowed: []differential.Allowed{
-			{Name: "headless-cluster-mtls", Type: "cds", Resource: "outbound|80||db.headless.svc.cluster.local", Path: "transportSocketMatches",
-				Why: "Istio applies no auto-mTLS transport socket matches to ORIGINAL_DST clusters (applyUpstreamTLSSettings, cluster_tls.go); " +
-					"pilot/pkg/networking/cluster is outside this change"},
-			{Name: "headless-cluster-panic-threshold", Type: "cds", Resource: "outbound|80||db.headless.svc.cluster.local", Path: "commonLbConfig",
-				Why: "Istio sets healthyPanicThreshold 0 on the headless service's cluster (cluster_traffic_policy.go); " +
-					"pilot/pkg/networking/cluster is outside this change"},
-		},
 	})
 }
 

@@ -66,6 +66,23 @@ func (h *DebugHandler) Register(c Debuggable) {
 	h.collections = append(h.collections, c)
 }
 
+// RegisterUntil registers c until stop closes (nil: for good): the
+// collections of a remote cluster leave the listing, and the handler lets
+// go of them, when the cluster stops.
+func (h *DebugHandler) RegisterUntil(c Debuggable, stop <-chan struct{}) {
+	h.Register(c)
+	if stop == nil {
+		return
+	}
+	go func() {
+		<-stop
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		id := c.Metadata().ID
+		h.collections = slices.DeleteFunc(h.collections, func(have Debuggable) bool { return have.Metadata().ID == id })
+	}()
+}
+
 // Snapshot returns the state of every registered collection, sorted by name.
 func (h *DebugHandler) Snapshot() []CollectionSnapshot {
 	h.mu.Lock()

@@ -97,7 +97,7 @@ func newDerived[I, O any](c Collection[I], o collectionOptions, meta Metadata, k
 	}, true)
 	go d.run()
 	if o.debug != nil {
-		o.debug.Register(d)
+		o.debug.RegisterUntil(d, o.stop)
 	}
 	return d
 }

@@ -42,7 +42,7 @@ func WrapClient[T any](informer cache.SharedIndexInformer, opts ...CollectionOpt
 		go c.watchSync(reg)
 	}
 	if o.debug != nil {
-		o.debug.Register(c)
+		o.debug.RegisterUntil(c, o.stop)
 	}
 	return c
 }

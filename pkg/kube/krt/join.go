@@ -52,7 +52,7 @@ func JoinCollection[T any](cs []Collection[T], opts ...CollectionOption) Collect
 		go j.run()
 	}
 	if o.debug != nil {
-		o.debug.Register(j)
+		o.debug.RegisterUntil(j, o.stop)
 	}
 	return j
 }

@@ -64,7 +64,7 @@ func NewStatic[T any](initial *T, opts ...CollectionOption) StaticSingleton[T] {
 		s.markSynced()
 	}
 	if o.debug != nil {
-		o.debug.Register(s)
+		o.debug.RegisterUntil(s, o.stop)
 	}
 	return staticSingleton[T]{singleton: singleton[T]{c: s}, s: s}
 }

@@ -21,7 +21,7 @@ func NewStaticCollection[T any](initial []T, opts ...CollectionOption) StaticCol
 		s.markSynced()
 	}
 	if o.debug != nil {
-		o.debug.Register(s)
+		o.debug.RegisterUntil(s, o.stop)
 	}
 	return s
 }

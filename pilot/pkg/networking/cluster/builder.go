@@ -121,6 +121,25 @@ func BuildOutbound(svc *model.Service, opts Options) []*clusterv3.Cluster {
 	return out
 }
 
+// allIstioMutual tells whether auto mTLS may apply to a passthrough
+// service's port: it has endpoints and each takes Istio mTLS (Istio's
+// BestEffortInferServiceMTLSMode disables it otherwise).
+func allIstioMutual(opts Options, port *model.Port) bool {
+	if opts.Endpoints == nil {
+		return false
+	}
+	eps := opts.Endpoints(port)
+	if len(eps) == 0 {
+		return false
+	}
+	for _, ep := range eps {
+		if ep.TLSMode == model.DisabledTLSModeLabel || ep.TLSMode == "" {
+			return false
+		}
+	}
+	return true
+}
+
 func meshConnectTimeout(m *meshconfig.MeshConfig) *durationpb.Duration {
 	if m.GetConnectTimeout() != nil {
 		return m.GetConnectTimeout()
@@ -132,8 +151,12 @@ func buildOne(svc *model.Service, port *model.Port, subset string, subsetLabels 
 	pol = withMeshDefaults(opts.Mesh, pol)
 	name := SubsetKey(Outbound, subset, svc.Hostname, port.Port)
 	c := &clusterv3.Cluster{Name: name, AltStatName: name + ";"}
-	switch svc.Resolution {
-	case model.DNSLB, model.DNSRoundRobinLB:
+	// a gateway cannot forward to the original destination: its cluster of
+	// a passthrough (headless) service is an EDS one (Istio's
+	// convertResolution)
+	passthrough := svc.Resolution == model.Passthrough && !opts.Router
+	switch {
+	case svc.Resolution == model.DNSLB || svc.Resolution == model.DNSRoundRobinLB:
 		t := clusterv3.Cluster_STRICT_DNS
 		if svc.Resolution == model.DNSRoundRobinLB {
 			t = clusterv3.Cluster_LOGICAL_DNS
@@ -148,29 +171,37 @@ func buildOne(svc *model.Service, port *model.Port, subset string, subsetLabels 
 		c.DnsLookupFamily = opts.dnsLookupFamily()
 		c.DnsJitter = durationpb.New(100 * time.Millisecond)
 		c.TypedDnsResolverConfig = caresResolver()
-	case model.Passthrough:
+	case passthrough:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
 	default:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
 		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{ServiceName: name, EdsConfig: adsConfigSource()}
 	}
 	applyTrafficProtocol(c, pol, port.Protocol, opts.Mesh, true, !opts.Router)
-	if svc.Resolution == model.Passthrough {
+	// the panic threshold and locality weighting apply to ORIGINAL_DST
+	// clusters too: Istio's applyLoadBalancer sets them before it returns
+	// for that type
+	c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{}}
+	if len(LocalitySetting(pol, opts.Mesh).GetDistribute()) > 0 {
+		// locality weights come with the endpoints
+		c.CommonLbConfig.LocalityConfigSpecifier = &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
+			LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{}}
+	}
+	if passthrough {
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
-	} else {
-		if !redisMaglev(c, port, opts.RedisMaglev) {
-			applyLoadBalancer(c, pol.GetLoadBalancer())
-		}
-		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{}}
-		if len(LocalitySetting(pol, opts.Mesh).GetDistribute()) > 0 {
-			// locality weights come with the endpoints
-			c.CommonLbConfig.LocalityConfigSpecifier = &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
-				LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{}}
-		}
+	} else if !redisMaglev(c, port, opts.RedisMaglev) {
+		applyLoadBalancer(c, pol.GetLoadBalancer())
 	}
 	applyOutlierDetection(c, pol.GetOutlierDetection())
 	if !opts.sniDNAT {
-		applyTLS(c, pol.GetTls(), opts.tlsTarget(svc, SNI(subset, svc.Hostname, port.Port), port.Protocol.IsHTTP2()))
+		t := opts.tlsTarget(svc, SNI(subset, svc.Hostname, port.Port), port.Protocol.IsHTTP2())
+		if svc.Resolution == model.Passthrough {
+			// which endpoint takes the connection is not known: auto
+			// mTLS only when every endpoint takes Istio mTLS
+			t.originalDst = passthrough
+			t.autoMTLS = t.autoMTLS && allIstioMutual(opts, port)
+		}
+		applyTLS(c, pol.GetTls(), t)
 	}
 	c.Metadata = serviceMetadata(svc, subset, opts.DestinationRule)
 	if opts.DestinationRule != nil {

@@ -86,6 +86,10 @@ type tlsTarget struct {
 	// names none (empty for forward proxies, which send the host's).
 	sni      string
 	autoMTLS bool
+	// originalDst: an ORIGINAL_DST cluster (a sidecar's of a headless
+	// service), which takes auto mTLS as its transport socket, not as
+	// matches by endpoint (Istio's applyUpstreamTLSSettings)
+	originalDst bool
 	// http2 is the port's protocol, which picks the Istio mTLS ALPN.
 	http2 bool
 	// sans are the service's accounts: Istio mTLS checks the peer against
@@ -112,7 +116,9 @@ type tlsTarget struct {
 // checks the peer against the service's accounts (sans) when it has any.
 func applyTLS(c *clusterv3.Cluster, settings *networking.ClientTLSSettings, t tlsTarget) {
 	if settings == nil {
-		if t.autoMTLS {
+		if t.autoMTLS && t.originalDst {
+			c.TransportSocket = tlsSocket(istioMutual(t.sni, t.sans, t.http2))
+		} else if t.autoMTLS {
 			c.TransportSocketMatches = autoMTLSMatches(t.sni, t.sans, t.http2)
 			if t.dfp {
 				// auto mTLS is Istio mTLS without a server name of its own
