@@ -220,7 +220,7 @@ func TestRegistryServiceEntrySelectsPodAndWorkloadEntry(t *testing.T) {
 	})
 	eventually(t, "pod and workload entry selected", func() (bool, string) {
 		eps := d.endpoints("vm.example.internal", ns, "External/Kubernetes")
-		return addresses(eps) == "192.168.50.1:80 10.201.0.1:8080", addresses(eps)
+		return addresses(eps) == "10.201.0.1:8080 192.168.50.1:80", addresses(eps)
 	})
 }
 

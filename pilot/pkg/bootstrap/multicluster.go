@@ -7,11 +7,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshplane/istiod/pilot/pkg/config/kube/crdclient"
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	kuberegistry "github.com/meshplane/istiod/pilot/pkg/serviceregistry/kube"
+	"github.com/meshplane/istiod/pilot/pkg/serviceregistry/serviceentry"
+	"github.com/meshplane/istiod/pkg/config/schema/collection"
+	"github.com/meshplane/istiod/pkg/config/schema/collections"
 	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/kube"
 	"github.com/meshplane/istiod/pkg/kube/multicluster"
+	"github.com/meshplane/istiod/pkg/kube/namespace"
 )
 
 // MulticlusterOptions are the remote clusters' settings (Istio's
@@ -35,11 +40,22 @@ type MulticlusterOptions struct {
 	// clusters are read from the kubeconfig files of this directory
 	// instead of remote secrets.
 	KubeconfigPath string
+	// SelectWorkloadEntries is PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES
+	// (default true): Kubernetes Services select the WorkloadEntries of
+	// their namespace.
+	SelectWorkloadEntries bool
+	// CrossClusterWorkloadEntries is
+	// PILOT_ENABLE_CROSS_CLUSTER_WORKLOAD_ENTRY (default true): with
+	// SelectWorkloadEntries, the WorkloadEntries of each remote cluster
+	// are read there, selected by that cluster's Services and by the
+	// local ServiceEntries.
+	CrossClusterWorkloadEntries bool
 }
 
 // DefaultMulticlusterOptions are Istio's defaults.
 func DefaultMulticlusterOptions() MulticlusterOptions {
-	return MulticlusterOptions{SyncTimeout: multicluster.DefaultSyncTimeout}
+	return MulticlusterOptions{SyncTimeout: multicluster.DefaultSyncTimeout, SelectWorkloadEntries: true,
+		CrossClusterWorkloadEntries: true}
 }
 
 // MulticlusterFromEnv reads the options' variables with getenv; unset
@@ -58,6 +74,19 @@ func MulticlusterFromEnv(getenv func(string) string, o *MulticlusterOptions) err
 			return fmt.Errorf("EXTERNAL_ISTIOD=%q: want a boolean", v)
 		}
 		o.ExternalIstiod = b
+	}
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{"PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES", &o.SelectWorkloadEntries},
+		{"PILOT_ENABLE_CROSS_CLUSTER_WORKLOAD_ENTRY", &o.CrossClusterWorkloadEntries}} {
+		if v := getenv(b.name); v != "" {
+			p, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%s=%q: want a boolean", b.name, v)
+			}
+			*b.dst = p
+		}
 	}
 	if v := getenv("PILOT_MULTICLUSTER_KUBECONFIG_PATH"); v != "" {
 		o.KubeconfigPath = v
@@ -106,19 +135,24 @@ type remoteRegistries struct {
 // says when a remote cluster holds up readiness, and for how long).
 type remoteRegistry struct {
 	*kuberegistry.Controller
+	// detachEntries detaches the cluster's WorkloadEntries from the local
+	// ServiceEntries (nil: not read)
+	detachEntries func()
 }
 
 func (remoteRegistry) HasSynced() bool { return true }
 
 func (h *remoteRegistries) ClusterAdded(c *multicluster.Cluster) func() bool {
 	s := h.s
+	// its endpoints reach the proxies once it synced (syncGate)
+	gate := newSyncGate(s.services.updater)
 	opts := kuberegistry.Options{
 		ClusterID:       c.ID,
 		DomainSuffix:    s.args.Domain,
 		TrustDomain:     s.mesh.Mesh().GetTrustDomain(),
 		SystemNamespace: s.args.Namespace,
 		MeshNetworks:    s.meshNetworks(),
-		XDSUpdater:      s.services.updater,
+		XDSUpdater:      gate,
 		Problems:        s.problems,
 		Krt:             s.krtDebug,
 		Stop:            c.Stopped(),
@@ -134,16 +168,64 @@ func (h *remoteRegistries) ClusterAdded(c *multicluster.Cluster) func() bool {
 			Object: "Secret " + c.SecretName, Field: "data." + c.ID, Message: fmt.Sprintf("cluster %s: %v", c.ID, err)}})
 		return func() bool { return true }
 	}
-	r := &remoteRegistry{kr}
+	go gate.openWhen(kr.HasSynced, c.Stopped())
+	r := &remoteRegistry{Controller: kr}
+	entriesSynced := func() bool { return true }
+	if o := s.args.Multicluster; o.SelectWorkloadEntries && o.CrossClusterWorkloadEntries {
+		r.detachEntries, entriesSynced = h.remoteWorkloadEntries(c, kr, df)
+	}
 	h.mu.Lock()
 	h.byCluster[c] = r
 	h.mu.Unlock()
 	s.services.aggregate.AddRegistry(r)
 	kr.SetMeshNetworks(s.meshNetworks()) // a change while it was built
+	// synced once its endpoints went out: the registry it replaces (if
+	// any) serves until then
 	if df == nil {
-		return kr.HasSynced
+		return func() bool { return gate.isOpen() && entriesSynced() }
 	}
-	return func() bool { return df.HasSynced() && kr.HasSynced() }
+	return func() bool { return df.HasSynced() && gate.isOpen() && entriesSynced() }
+}
+
+// remoteWorkloadEntries reads the WorkloadEntries of a remote cluster
+// with a store of that kind alone, as Istio's createWleConfigStore does:
+// a WorkloadEntry-only ServiceEntry registry of the cluster (its ID, the
+// network the cluster's registry gives an entry that names none) whose
+// entries the cluster's Services select and the local ServiceEntries
+// select. Without the CRD in the cluster there are none. It stops with
+// the cluster; detach removes its entries from the local ServiceEntries.
+func (h *remoteRegistries) remoteWorkloadEntries(c *multicluster.Cluster, kr *kuberegistry.Controller,
+	df *namespace.DiscoveryFilter,
+) (detach func(), synced func() bool) {
+	s := h.s
+	copts := crdclient.Options{Revision: s.args.Revision, DomainSuffix: s.args.Domain, Krt: s.krtDebug, Problems: s.problems}
+	if df != nil {
+		copts.NamespaceFilter = df
+	}
+	store, err := crdclient.New(c.Client, collection.NewSchemasBuilder().MustAdd(collections.WorkloadEntry).Build(), copts)
+	if err != nil {
+		scope.Errorf("cluster %s: WorkloadEntries are not read: %v", c.ID, err)
+		return nil, func() bool { return true }
+	}
+	wle := serviceentry.NewController(store, serviceentry.Options{
+		ClusterID:     c.ID,
+		TrustDomain:   s.mesh.Mesh().GetTrustDomain(),
+		NetworkFor:    kr.Network,
+		XDSUpdater:    s.services.updater,
+		Problems:      s.problems,
+		ReportCluster: true,
+		Krt:           s.krtDebug,
+		Stop:          c.Stopped(),
+	})
+	entries := wle.WorkloadEntryInstances()
+	kr.SelectWorkloadEntries(entries)
+	detachSE := s.services.serviceEntries.AddExternalWorkloads(c.ID, entries)
+	detach = func() {
+		detachSE()
+		wle.ClearReports()
+	}
+	go store.Run(c.Stopped())
+	return detach, func() bool { return wle.HasSynced() && entries.HasSynced() }
 }
 
 func (h *remoteRegistries) ClusterRemoved(c *multicluster.Cluster, replacement *multicluster.Cluster) {
@@ -162,6 +244,9 @@ func (h *remoteRegistries) ClusterRemoved(c *multicluster.Cluster, replacement *
 	}
 	hadGateways := len(r.NetworkGateways()) > 0
 	s.services.aggregate.DeleteRegistry(r)
+	if r.detachEntries != nil {
+		r.detachEntries()
+	}
 	if replacement == nil {
 		// the cluster's endpoints leave every proxy; with a replacement
 		// the new client's registry has written the same shard

@@ -31,7 +31,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pkg/diag"
@@ -243,11 +246,9 @@ func sliceEndpoint(pod *corev1.Pod, zone string) discoveryv1.Endpoint {
 func ptrTo[T any](v T) *T { return &v }
 
 // newClientLocked builds a fake client holding the cluster's current
-// objects. They go straight into the clientset's tracker: NewFakeClient's
-// objects argument builds schemes per object, minutes for 46,000.
+// objects.
 func (rc *remoteCluster) newClientLocked() kube.Client {
-	c := kube.NewFakeClient()
-	tracker := c.Kube().(*kubefake.Clientset).Tracker()
+	k := kubefake.NewSimpleClientset()
 	for _, o := range rc.objects {
 		var res schema.GroupVersionResource
 		switch o.(type) {
@@ -264,11 +265,48 @@ func (rc *remoteCluster) newClientLocked() kube.Client {
 		default:
 			panic(fmt.Sprintf("no resource for %T", o))
 		}
-		if err := tracker.Create(res, o.DeepCopyObject(), o.(metav1.Object).GetNamespace()); err != nil {
+		if err := k.Tracker().Create(res, o.DeepCopyObject(), o.(metav1.Object).GetNamespace()); err != nil {
 			panic(err)
 		}
 	}
-	return c
+	return newBenchClient(k)
+}
+
+// benchClient is kube.NewFakeClient with its Kubernetes clientset on
+// client-go's plain object tracker: NewFakeClient's clientset tracks
+// managed fields, and builds a REST mapper for every object created (2ms
+// each: one and a half minutes for the 46,000 objects of ten clusters).
+// The Kubernetes informers are made as NewFakeClient makes them (shared
+// factory, StripUnusedFields); the other API groups are NewFakeClient's.
+type benchClient struct {
+	kube.Client
+	k   *kubefake.Clientset
+	inf informers.SharedInformerFactory
+}
+
+func newBenchClient(k *kubefake.Clientset) *benchClient {
+	return &benchClient{Client: kube.NewFakeClient(), k: k,
+		inf: informers.NewSharedInformerFactoryWithOptions(k, 0, informers.WithTransform(kube.StripUnusedFields))}
+}
+
+func (c *benchClient) Kube() kubernetes.Interface { return c.k }
+
+func (c *benchClient) Informer(res schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
+	switch {
+	case strings.HasSuffix(res.Group, ".istio.io"), strings.HasSuffix(res.Group, ".k8s.io") && strings.HasPrefix(res.Group, "gateway."),
+		res.Group == "apiextensions.k8s.io":
+		return c.Client.Informer(res)
+	}
+	gi, err := c.inf.ForResource(res)
+	if err != nil {
+		return nil, err
+	}
+	return gi.Informer(), nil
+}
+
+func (c *benchClient) Start(stop <-chan struct{}) {
+	c.inf.Start(stop)
+	c.Client.Start(stop)
 }
 
 // prepare builds the client the next BuildClient hands out.
@@ -512,6 +550,7 @@ type sidecar struct {
 	cpu     atomic.Int64 // the receive thread's CPU time, ns
 	eds     atomic.Int64 // load assignments received
 	cds     atomic.Int64 // cluster responses received
+	edsResp atomic.Int64 // endpoint responses received
 	err     atomic.Value // error
 	closing chan struct{}
 	done    chan struct{}
@@ -630,6 +669,7 @@ func (sc *sidecar) handle(r *discoveryv3.DiscoveryResponse) error {
 			got[cla.ClusterName] = ips
 		}
 		now := time.Now()
+		sc.edsResp.Add(1)
 		sc.mu.Lock()
 		for name, ips := range got {
 			if strings.HasPrefix(name, "outbound|80||") {

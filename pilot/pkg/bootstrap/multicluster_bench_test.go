@@ -5,6 +5,8 @@ package bootstrap
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -46,10 +48,18 @@ import (
 //     until the sidecar receives the load assignment holding it; the
 //     median, 90th percentile and maximum over the changes of an op.
 //   - Rotation: new credentials in a remote secret while that cluster's
-//     endpoints keep changing; ns/op (and rotation-ns) is the time until
-//     the new client serves and the old one is retired. The sidecar
-//     asserts that none of the cluster's endpoints leaves its EDS
-//     meanwhile, and the endpoint index is probed for the same.
+//     endpoints keep changing (one every 150ms); ns/op (and rotation-ns)
+//     is the time until the new client serves and the old one is
+//     retired, then an endpoint written to the new client alone must
+//     reach the sidecar. The sidecar asserts (b.Fatal) that none of the
+//     cluster's endpoints leaves its EDS meanwhile; the endpoint index
+//     is probed every 2ms for the same (b.Error), with the EDS updates of
+//     the cluster's shard recorded as evidence. left-B/op is the heap
+//     the rotation left behind (the old registry should be gone).
+//
+// MULTICLUSTER_BENCH_DEBOUNCE sets PILOT_DEBOUNCE_AFTER (default 100ms);
+// MULTICLUSTER_BENCH_HEAPPROFILE writes a heap profile after Sync deleted
+// the remote clusters again.
 //
 // How memory is attributed: the fake clients are built (and their
 // trackers filled: the "API servers") before the baseline heap is read,
@@ -98,6 +108,15 @@ type mcEnv struct {
 
 const idleWindow = 3 * time.Second
 
+// debounceEnv sets PILOT_DEBOUNCE_AFTER's value (default 100ms): a
+// shorter one pushes what the endpoint index holds sooner, and so lets
+// the sidecar see what the index holds for a moment.
+const debounceEnv = "MULTICLUSTER_BENCH_DEBOUNCE"
+
+// heapProfileEnv names a file for the heap profile taken after the
+// remote clusters were deleted again (what leak-B/cluster is made of).
+const heapProfileEnv = "MULTICLUSTER_BENCH_HEAPPROFILE"
+
 func newMCEnv(b *testing.B) *mcEnv {
 	sz := benchSize(b)
 	b.Logf("size: %d remote clusters × %d services (%d namespaces) × %d endpoints", sz.clusters, sz.services, sz.namespaces, sz.endpoints)
@@ -123,6 +142,13 @@ func newMCEnv(b *testing.B) *mcEnv {
 	}
 	env.local = kube.NewFakeClient(local...)
 	args := tempArgs(b)
+	if v := os.Getenv(debounceEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatalf("%s=%q: %v", debounceEnv, v, err)
+		}
+		args.Debounce.After = d
+	}
 	args.Multicluster.BuildClient = func(_ []byte, id string) (kube.Client, error) {
 		rc := env.byID[id]
 		if rc == nil {
@@ -251,12 +277,14 @@ func (env *mcEnv) benchSync(b *testing.B) {
 	n := float64(env.sz.clusters)
 	var cpu time.Duration
 	var base uint64
+	var collections0 int
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		if env.added {
 			env.removeAll(b)
 		}
 		time.Sleep(500 * time.Millisecond)
+		collections0 = len(env.srv.krtDebug.Snapshot())
 		base = liveHeap()
 		cpu0, side0 := cpuTime(syscall.RUSAGE_SELF), env.sidecar.cpu.Load()
 		b.StartTimer()
@@ -267,6 +295,7 @@ func (env *mcEnv) benchSync(b *testing.B) {
 	// what istiod keeps once the pushes of the sync are over
 	time.Sleep(2 * time.Second)
 	retained := float64(int64(liveHeap())-int64(base)) / n
+	collections1 := len(env.srv.krtDebug.Snapshot())
 	idle := idleCores()
 	b.ReportMetric(retained, "B/cluster")
 	b.ReportMetric(env.trackerBytes, "tracker-B/cluster")
@@ -280,7 +309,19 @@ func (env *mcEnv) benchSync(b *testing.B) {
 	time.Sleep(2 * time.Second)
 	leak := float64(int64(liveHeap())-int64(base)) / n
 	b.ReportMetric(leak, "leak-B/cluster")
+	if path := os.Getenv(heapProfileEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
 	b.Logf("heap after deleting the remote secrets: %+.1f MiB per cluster against before adding them", leak/(1<<20))
+	b.Logf("collections on /debug/krtz: %d before adding the remote clusters, %d with them, %d after deleting them",
+		collections0, collections1, len(env.srv.krtDebug.Snapshot()))
 }
 
 func (env *mcEnv) benchEndpointChange(b *testing.B) {
@@ -288,6 +329,7 @@ func (env *mcEnv) benchEndpointChange(b *testing.B) {
 	env.ensureAdded(b)
 	const perOp = 20
 	var lat []time.Duration
+	resp0, cla0 := env.sidecar.edsResp.Load(), env.sidecar.eds.Load()
 	for i := 0; i < b.N; i++ {
 		for k := 0; k < perOp; k++ {
 			x := int(env.extra.Add(1))
@@ -325,9 +367,51 @@ func (env *mcEnv) benchEndpointChange(b *testing.B) {
 		}
 	}
 	slices.Sort(lat)
+	resps := env.sidecar.edsResp.Load() - resp0
+	b.Logf("%d endpoint responses at the sidecar, %.0f load assignments each", resps, float64(env.sidecar.eds.Load()-cla0)/float64(max(resps, 1)))
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns/change")
 	b.ReportMetric(float64(lat[len(lat)*9/10].Nanoseconds()), "p90-ns/change")
 	b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max-ns/change")
+}
+
+// loadEvery paces the endpoint changes of the rotation's load.
+const loadEvery = 150 * time.Millisecond
+
+// edsRecorder records the EDS updates of one shard (the rotated
+// cluster's registries) on their way to the endpoint index.
+type edsRecorder struct {
+	model.XDSUpdater
+	shard model.ShardKey
+	start time.Time
+	mu    sync.Mutex
+	calls map[string][]string // hostname → "+t:n endpoints"
+}
+
+func (r *edsRecorder) EDSUpdate(shard model.ShardKey, h, ns string, eps []*model.IstioEndpoint) {
+	if shard == r.shard {
+		r.mu.Lock()
+		if r.calls == nil {
+			r.calls = map[string][]string{}
+		}
+		r.calls[h] = append(r.calls[h], fmt.Sprintf("+%v:%d", time.Since(r.start).Round(time.Millisecond), len(eps)))
+		r.mu.Unlock()
+	}
+	r.XDSUpdater.EDSUpdate(shard, h, ns, eps)
+}
+
+// String lists the updates of the first services of hosts ("+time:endpoints",
+// an endpoint per port).
+func (r *edsRecorder) String(hosts []string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, h := range slices.Compact(slices.Clone(hosts)) {
+		if len(out) == 3 {
+			break
+		}
+		out = append(out, fmt.Sprintf("%s: %s", h, strings.Join(r.calls[h], " ")))
+	}
+	return strings.Join(out, "; ")
 }
 
 // gaps collects what the rotation checks found missing.
@@ -335,14 +419,16 @@ type gaps struct {
 	mu    sync.Mutex
 	n     int
 	first []string
+	hosts []string // of the first ones
 }
 
-func (g *gaps) add(format string, a ...any) {
+func (g *gaps) add(host, format string, a ...any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.n++
 	if len(g.first) < 10 {
 		g.first = append(g.first, fmt.Sprintf(format, a...))
+		g.hosts = append(g.hosts, host)
 	}
 }
 
@@ -356,9 +442,10 @@ func (env *mcEnv) benchRotation(b *testing.B) {
 	b.StopTimer()
 	env.ensureAdded(b)
 	var rotations []time.Duration
-	var writes, edsSeen int64
+	var writes, edsSeen, leftBytes int64
 	for i := 0; i < b.N; i++ {
 		rc := env.clusters[i%len(env.clusters)]
+		heap0, collections0 := liveHeap(), len(env.srv.krtDebug.Snapshot())
 		rc.prepare()
 		byCLA := map[string][]string{}
 		for ref, ips := range rc.baseline {
@@ -378,7 +465,7 @@ func (env *mcEnv) benchRotation(b *testing.B) {
 				}
 			}
 			if missing > 0 {
-				sidecarGaps.add("%s lost %d of its %d endpoints in %s at +%v", name, missing, len(want), rc.id, at.Sub(start).Round(time.Millisecond))
+				sidecarGaps.add(strings.TrimPrefix(name, "outbound|80||"), "%s lost %d of its %d endpoints in %s at +%v", name, missing, len(want), rc.id, at.Sub(start).Round(time.Millisecond))
 			}
 		})
 		// the endpoint index: the cluster's shard of each service
@@ -408,13 +495,14 @@ func (env *mcEnv) benchRotation(b *testing.B) {
 						}
 					}
 					if missing > 0 {
-						indexGaps.add("index: %s lost %d of %d endpoints of %s at +%v", ref.host(), missing, len(want), rc.id, time.Since(start).Round(time.Millisecond))
+						indexGaps.add(ref.host(), "index: %s lost %d of %d endpoints of %s at +%v", ref.host(), missing, len(want), rc.id, time.Since(start).Round(time.Millisecond))
 					}
 				}
 			}
 		}()
-		// the load: an endpoint added or removed in one of ten services
-		// of the cluster every 5ms, to every client of the cluster
+		// the load: every 150ms (beyond the 100ms debounce, so that pushes
+		// go out between changes) an endpoint added to or removed from
+		// the next service of the cluster, written to every client of it
 		var loadErr atomic.Value
 		var nWrites atomic.Int64
 		go func() {
@@ -431,9 +519,9 @@ func (env *mcEnv) benchRotation(b *testing.B) {
 				select {
 				case <-stop:
 					return
-				case <-time.After(5 * time.Millisecond):
+				case <-time.After(loadEvery):
 				}
-				ref := env.sz.service(t % min(10, env.sz.services))
+				ref := env.sz.service(t % (env.sz.services - 1))
 				var err error
 				if ip, ok := present[ref]; ok {
 					err = rc.removeEndpoint(ref, ip)
@@ -450,6 +538,9 @@ func (env *mcEnv) benchRotation(b *testing.B) {
 				nWrites.Add(1)
 			}
 		}()
+		// what the cluster's registries write to the endpoint index
+		rec := &edsRecorder{XDSUpdater: env.srv.services.updater, shard: shard, start: start}
+		env.srv.services.updater = rec
 		time.Sleep(300 * time.Millisecond)
 
 		old := env.srv.multicluster.Cluster(rc.id)
@@ -476,11 +567,14 @@ func (env *mcEnv) benchRotation(b *testing.B) {
 		ref := env.sz.service(env.sz.services - 1)
 		ip := extraIP(rc.idx, int(env.extra.Add(1)))
 		arrived := env.sidecar.await(ref.cla(), ip, true)
+		tw := time.Now()
 		if err := rc.addEndpoint(ref, ip); err != nil {
 			b.Fatal(err)
 		}
+		var served time.Duration
 		select {
-		case <-arrived:
+		case at := <-arrived:
+			served = at.Sub(tw)
 		case <-time.After(time.Minute):
 			b.Fatalf("after the rotation, endpoint %s written to the new client of %s is not at the sidecar", ip, rc.id)
 		}
@@ -488,6 +582,7 @@ func (env *mcEnv) benchRotation(b *testing.B) {
 		close(stop)
 		wg.Wait()
 		env.sidecar.setCheck(nil)
+		env.srv.services.updater = rec.XDSUpdater
 		if err := rc.removeEndpoint(ref, ip); err != nil {
 			b.Fatal(err)
 		}
@@ -497,19 +592,29 @@ func (env *mcEnv) benchRotation(b *testing.B) {
 		if err := env.sidecar.failed(); err != nil {
 			b.Fatalf("sidecar: %v", err)
 		}
+		// the old client's registry should be gone: what is left of it
+		// (the new client replaces the old one in the fake's memory too)
+		time.Sleep(time.Second)
+		left := int64(liveHeap()) - int64(heap0)
+		leftBytes += left
+		b.Logf("after the rotation: %+.1f MiB of heap, %d collections on /debug/krtz (%d before)",
+			float64(left)/(1<<20), len(env.srv.krtDebug.Snapshot()), collections0)
 		writes += nWrites.Load()
 		edsSeen += env.sidecar.eds.Load() - eds0
-		b.Logf("rotation of %s: %v; %d endpoint writes meanwhile, %d load assignments checked at the sidecar",
-			rc.id, rot.Round(time.Millisecond), nWrites.Load(), env.sidecar.eds.Load()-eds0)
+		b.Logf("rotation of %s: %v, then an endpoint of the new client at the sidecar in %v; %d endpoint writes meanwhile, %d load assignments checked at the sidecar",
+			rc.id, rot.Round(time.Millisecond), served.Round(time.Millisecond), nWrites.Load(), env.sidecar.eds.Load()-eds0)
 		if indexGaps.n > 0 {
-			b.Errorf("the endpoint index lost endpoints of %s during its rotation: %s", rc.id, indexGaps.String())
+			b.Errorf("the endpoint index lost endpoints of %s during its rotation: %s\nupdates of the cluster's shard: %s",
+				rc.id, indexGaps.String(), rec.String(indexGaps.hosts))
 		}
 		if sidecarGaps.n > 0 {
-			b.Fatalf("the sidecar lost endpoints of %s during its rotation: %s", rc.id, sidecarGaps.String())
+			b.Fatalf("the sidecar lost endpoints of %s during its rotation (the secret updated at +%v, the old client retired at +%v): %s\nupdates of the cluster's shard: %s",
+				rc.id, t0.Sub(start).Round(time.Millisecond), t0.Add(rot).Sub(start).Round(time.Millisecond), sidecarGaps.String(), rec.String(sidecarGaps.hosts))
 		}
 	}
 	slices.Sort(rotations)
 	b.ReportMetric(float64(rotations[len(rotations)/2].Nanoseconds()), "rotation-ns")
+	b.ReportMetric(float64(leftBytes)/float64(b.N), "left-B/op")
 	b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
 	b.ReportMetric(float64(edsSeen)/float64(b.N), "checked-cla/op")
 }

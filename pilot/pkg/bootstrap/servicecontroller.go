@@ -107,6 +107,10 @@ func (s *Server) initServiceControllers() error {
 		seOpts.Workloads = sc.kube.Workloads()
 	}
 	sc.serviceEntries = serviceentry.NewController(s.store, seOpts)
+	if sc.kube != nil && s.args.Multicluster.SelectWorkloadEntries {
+		// Services select the config cluster's WorkloadEntries
+		sc.kube.SelectWorkloadEntries(sc.serviceEntries.WorkloadEntryInstances())
+	}
 	regs = append(regs, sc.serviceEntries)
 	sc.aggregate = aggregate.New(regs...)
 	s.problems.AddProvider(sc.aggregate.Conflicts)

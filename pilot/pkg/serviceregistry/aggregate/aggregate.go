@@ -193,18 +193,20 @@ func (c *Controller) NamespaceServices(namespace string) []*model.Service {
 	return out
 }
 
-// GetProxyServiceTargets asks the registries in order (only those of the
-// proxy's cluster when it names one) and returns the first non-empty answer.
+// GetProxyServiceTargets joins the answers of the registries, in order, as
+// Istio's aggregate does: of the Kubernetes registries only the proxy's
+// cluster's when it names one, the others always.
 func (c *Controller) GetProxyServiceTargets(q *model.ProxyQuery) []model.ServiceTarget {
+	var out []model.ServiceTarget
 	for _, r := range c.regs() {
-		if q != nil && q.ClusterID != "" && q.ClusterID != r.Cluster() {
+		// the Kubernetes registries of other clusters than the proxy's
+		// are not asked; the others (ServiceEntries) always are
+		if q != nil && q.ClusterID != "" && r.Provider() == model.Kubernetes && q.ClusterID != r.Cluster() {
 			continue
 		}
-		if t := r.GetProxyServiceTargets(q); len(t) > 0 {
-			return t
-		}
+		out = append(out, r.GetProxyServiceTargets(q)...)
 	}
-	return nil
+	return out
 }
 
 // Conflicts lists the ServiceEntry hosts that are also a Kubernetes

@@ -84,16 +84,39 @@ func TestMultiClusterKubernetesServicesMerge(t *testing.T) {
 	}
 }
 
-func TestProxyTargetsFirstAnswerWins(t *testing.T) {
-	target := model.ServiceTarget{Service: svc(model.External, "vm.example", "ns", "vm", t0)}
-	kube := &fakeRegistry{provider: model.Kubernetes, cluster: "c1"}
-	se := &fakeRegistry{provider: model.External, cluster: "c1", targets: []model.ServiceTarget{target}}
-	agg := aggregate.New(kube, se)
-	if got := agg.GetProxyServiceTargets(&model.ProxyQuery{IPAddresses: []string{"1.1.1.1"}}); len(got) != 1 {
-		t.Fatalf("targets: %+v", got)
+// A proxy's targets are those of every registry that knows it, as Istio
+// joins them: the Kubernetes registries of its cluster only, the
+// ServiceEntry registry whatever the cluster.
+func TestProxyTargetsJoinRegistries(t *testing.T) {
+	vm := model.ServiceTarget{Service: svc(model.External, "vm.example", "ns", "vm", t0)}
+	k8s := model.ServiceTarget{Service: svc(model.Kubernetes, "vm.ns.svc.cluster.local", "ns", "vm", t0)}
+	remote := model.ServiceTarget{Service: svc(model.Kubernetes, "vm.ns.svc.cluster.local", "ns", "vm", t0)}
+	kube := &fakeRegistry{provider: model.Kubernetes, cluster: "c1", targets: []model.ServiceTarget{k8s}}
+	kube2 := &fakeRegistry{provider: model.Kubernetes, cluster: "c2", targets: []model.ServiceTarget{remote}}
+	se := &fakeRegistry{provider: model.External, cluster: "c1", targets: []model.ServiceTarget{vm}}
+	agg := aggregate.New(kube, kube2, se)
+	same := func(got []model.ServiceTarget, want ...model.ServiceTarget) bool {
+		if len(got) != len(want) {
+			return false
+		}
+		for i := range got {
+			if got[i].Service != want[i].Service {
+				return false
+			}
+		}
+		return true
 	}
-	if got := agg.GetProxyServiceTargets(&model.ProxyQuery{ClusterID: "other"}); got != nil {
-		t.Fatalf("other cluster: %+v", got)
+	if got := agg.GetProxyServiceTargets(&model.ProxyQuery{ClusterID: "c1"}); !same(got, k8s, vm) {
+		t.Fatalf("cluster c1: %d targets", len(got))
+	}
+	if got := agg.GetProxyServiceTargets(&model.ProxyQuery{ClusterID: "c2"}); !same(got, remote, vm) {
+		t.Fatalf("cluster c2: %d targets", len(got))
+	}
+	if got := agg.GetProxyServiceTargets(&model.ProxyQuery{ClusterID: "other"}); !same(got, vm) {
+		t.Fatalf("other cluster: %d targets", len(got))
+	}
+	if got := agg.GetProxyServiceTargets(&model.ProxyQuery{}); !same(got, k8s, remote, vm) {
+		t.Fatalf("no cluster: %d targets", len(got))
 	}
 	if agg.HasSynced() {
 		t.Fatal("unsynced registries")

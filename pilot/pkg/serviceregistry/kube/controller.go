@@ -124,6 +124,15 @@ type Controller struct {
 	gatewaysMu   sync.Mutex
 	lastGateways []model.NetworkGateway
 
+	// entries are the WorkloadEntries Services select (nil: none;
+	// workloadentries.go), guarded by weMu; edsMu serialises endpoint
+	// pushes and guards entryServices, the services whose last push held
+	// entries' endpoints
+	weMu          sync.Mutex
+	entries       *workloadEntrySource
+	edsMu         sync.Mutex
+	entryServices map[string]bool
+
 	registrations []krt.HandlerRegistration
 }
 
@@ -173,7 +182,7 @@ func informerCollection[T any](client kube.Client, res schema.GroupVersionResour
 func NewFromCollections(in Inputs, opts Options) *Controller {
 	opts.defaults()
 	c := &Controller{opts: opts, shard: model.NewShardKey(model.Kubernetes, opts.ClusterID), inputs: in,
-		nodes: in.Nodes, namespaces: in.Namespaces}
+		nodes: in.Nodes, namespaces: in.Namespaces, entryServices: map[string]bool{}}
 	c.settings = krt.NewStatic(&settings{TrustDomain: opts.TrustDomain, DefaultNetwork: opts.DefaultNetwork},
 		c.krtOpts("kube-registry/settings")...)
 	ns := networkSettingsFor(opts.MeshNetworks, opts.ClusterID)
@@ -272,7 +281,7 @@ func (c *Controller) HasSynced() bool {
 			return false
 		}
 	}
-	return true
+	return c.entriesSynced()
 }
 
 // Services lists the services, sorted by namespace/name.

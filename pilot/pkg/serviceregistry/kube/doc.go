@@ -28,6 +28,15 @@
 // endpoint address. A workload change is a ProxyUpdate for its IPs. A
 // change of the cluster's network gateways is a forced push.
 //
+// Services also select WorkloadEntries (workloadentries.go): another
+// registry's entries, attached with SelectWorkloadEntries, join the
+// endpoints of the ClientSideLB Services of their namespace whose selector
+// their endpoint labels hold, after the slices' endpoints, ports mapped
+// through the entry's ports as Istio maps them. A change of an entry, or
+// of such a Service, recomputes the endpoints of the services it touches;
+// every endpoint push is serialised and reads the current state. A proxy
+// whose first IP is an entry's is served the Services selecting it.
+//
 // # Rules
 //
 //   - Endpoints come from EndpointSlices only (Endpoints objects are not

@@ -54,6 +54,8 @@ func (c *Controller) onServiceEvents(events []krt.Event[serviceInfo]) {
 		}
 		keys[model.ServiceConfigKey(cur.svc.Hostname, cur.svc.Attributes.Namespace)] = struct{}{}
 	}
+	// endpoints from WorkloadEntries follow the service's selector and ports
+	c.pushEndpoints(c.serviceEntryPushes(events))
 	if len(keys) > 0 {
 		c.opts.XDSUpdater.ConfigUpdate(&model.PushRequest{Full: true, ConfigsUpdated: keys,
 			Reason: model.NewReasonStats(model.ServiceUpdate)})
@@ -75,16 +77,7 @@ func (c *Controller) onSliceEvents(events []krt.Event[sliceInfo]) {
 			}
 		}
 	}
-	headless := map[model.ConfigKey]struct{}{}
-	for _, svcKey := range services {
-		ns, name, _ := cutKey(svcKey)
-		hostname := ServiceHostname(name, ns, c.opts.DomainSuffix)
-		eps := mergeEndpoints(c.slicesByService.Lookup(svcKey))
-		c.opts.XDSUpdater.EDSUpdate(c.shard, hostname, ns, eps)
-		if s := c.services.GetKey(svcKey); s != nil && s.headless() && !s.svc.Attributes.ExportTo.IsNone() {
-			headless[model.ServiceConfigKey(hostname, ns)] = struct{}{}
-		}
-	}
+	headless := c.pushEndpoints(services)
 	if len(headless) > 0 {
 		c.opts.XDSUpdater.ConfigUpdate(&model.PushRequest{Full: true, ConfigsUpdated: headless,
 			Reason: model.NewReasonStats(headlessEndpointUpdate)})

@@ -17,6 +17,9 @@ func (c *Controller) GetProxyServiceTargets(q *model.ProxyQuery) []model.Service
 	if q == nil || (q.ClusterID != "" && q.ClusterID != c.opts.ClusterID) {
 		return nil
 	}
+	if out, ok := c.proxyEntryTargets(q); ok {
+		return out
+	}
 	for _, ip := range q.IPAddresses {
 		if w := c.workloadByIP(q.Namespace, ip); w != nil {
 			return c.targetsFor(w.Namespace, w.Labels, w.PortMap, true)

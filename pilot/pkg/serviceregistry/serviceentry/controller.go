@@ -2,6 +2,7 @@ package serviceentry
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
@@ -37,6 +38,10 @@ type Options struct {
 	Workloads krt.Collection[model.WorkloadInstance]
 	// Problems receives bad-input reports (may be nil).
 	Problems *diag.Board
+	// ReportCluster names the cluster in the objects it reports (a remote
+	// cluster's WorkloadEntry registry, whose objects may share names with
+	// the config cluster's).
+	ReportCluster bool
 	// Krt registers the collections for /debug/krtz (may be nil).
 	Krt *krt.DebugHandler
 	// Stop ends the registry's goroutines.
@@ -62,6 +67,15 @@ type Controller struct {
 	byHost          krt.Index[string, seInfo]
 	byAddress       krt.Index[string, seInfo]
 
+	// instances are the WorkloadEntries other registries select, built on
+	// first use (external.go)
+	instancesOnce sync.Once
+	instances     krt.Collection[model.WorkloadInstance]
+	// externalWorkloads are other clusters' WorkloadEntries the
+	// ServiceEntries select, fed by the sources in external
+	externalWorkloads krt.StaticCollection[externalWorkload]
+	external          externalSources
+
 	// known is owned by the service entry handler: the namespace/host
 	// pairs it announced.
 	known         map[string]bool
@@ -85,6 +99,8 @@ func NewController(store model.ConfigStoreController, opts Options) *Controller 
 	c.settings = krt.NewStatic(&settings{TrustDomain: opts.TrustDomain, DefaultNetwork: opts.DefaultNetwork},
 		c.krtOpts("serviceentry/settings")...)
 	c.entries = kindCollection(store, gvk.ServiceEntry, c.krtOpts("serviceentry/store/ServiceEntry"), opts.Stop)
+	c.externalWorkloads = krt.NewStaticCollection[externalWorkload](nil, c.krtOpts("serviceentry/external-workloads")...)
+	c.external.regs = map[string]krt.HandlerRegistration{}
 	c.rawWorkloads = kindCollection(store, gvk.WorkloadEntry, c.krtOpts("serviceentry/store/WorkloadEntry"), opts.Stop)
 	c.groups = kindCollection(store, gvk.WorkloadGroup, c.krtOpts("serviceentry/store/WorkloadGroup"), opts.Stop)
 	c.workloadEntries = krt.NewCollection(c.rawWorkloads, c.buildWorkloadEntry, c.krtOpts("serviceentry/workload-entries")...)

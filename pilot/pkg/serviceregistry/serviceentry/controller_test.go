@@ -131,7 +131,8 @@ func TestWorkloadSelectorPicksEntriesAndPods(t *testing.T) {
 		PortMap:  map[string]uint32{"http": 8080},
 		Endpoint: &model.IstioEndpoint{Addresses: []string{"10.0.0.5"}, Namespace: "ns1", WorkloadName: "pod", TLSMode: "istio"}})
 	f.eventually("pod selected", func() bool { return len(f.endpoints("vm.example", "ns1")) == 2 })
-	if p := f.endpoints("vm.example", "ns1")[1]; p.FirstAddress() != "10.0.0.5" || p.EndpointPort != 8080 {
+	// pods first, as Istio orders the selected workloads by kind
+	if p := f.endpoints("vm.example", "ns1")[0]; p.FirstAddress() != "10.0.0.5" || p.EndpointPort != 8080 {
 		t.Fatalf("pod endpoint: %+v", p)
 	}
 	push := f.wait(f.pushes, seq, "push", func(e model.XDSEvent) bool { return e.Type == model.XDSEventConfig })

@@ -29,6 +29,14 @@
 //     only. One whose address is neither an IP, a DNS name nor a unix socket
 //     is reported on /debug/warningz and serves nothing.
 //
+// # Other registries
+//
+// WorkloadEntryInstances are the valid, healthy, IP-addressed entries, for
+// Kubernetes Services to select. AddExternalWorkloads attaches another
+// cluster's entries (a remote cluster's WorkloadEntry-only registry: this
+// registry on a store holding WorkloadEntries alone) for the
+// ServiceEntries to select.
+//
 // # Events
 //
 // One derived collection computes, per ServiceEntry, its services and their

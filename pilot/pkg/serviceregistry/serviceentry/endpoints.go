@@ -98,19 +98,15 @@ func (c *Controller) inlineWorkloads(cfg config.Config, se *networking.ServiceEn
 	return out
 }
 
-// selectedWorkloads returns the WorkloadEntries and pods of the namespace
-// the workloadSelector selects.
+// selectedWorkloads returns the pods and then the WorkloadEntries of the
+// namespace the workloadSelector selects (Istio orders them by kind, pods
+// first, then by name), then other clusters' entries.
 func (c *Controller) selectedWorkloads(ctx krt.HandlerContext, cfg config.Config, se *networking.ServiceEntry) []model.WorkloadInstance {
 	sel := se.GetWorkloadSelector()
 	if sel == nil {
 		return nil
 	}
 	var out []model.WorkloadInstance
-	for _, we := range krt.Fetch(ctx, c.workloadEntries, krt.FilterNamespace(cfg.Namespace), krt.FilterLabel(sel.GetLabels())) {
-		if we.valid {
-			out = append(out, we.wi)
-		}
-	}
 	if c.opts.Workloads != nil {
 		for _, w := range krt.Fetch(ctx, c.opts.Workloads, krt.FilterNamespace(cfg.Namespace), krt.FilterLabel(sel.GetLabels())) {
 			if len(w.Addresses()) > 0 { // a pod without an IP yet
@@ -118,7 +114,12 @@ func (c *Controller) selectedWorkloads(ctx krt.HandlerContext, cfg config.Config
 			}
 		}
 	}
-	return out
+	for _, we := range krt.Fetch(ctx, c.workloadEntries, krt.FilterNamespace(cfg.Namespace), krt.FilterLabel(sel.GetLabels())) {
+		if we.valid {
+			out = append(out, we.wi)
+		}
+	}
+	return append(out, c.selectedExternal(ctx, cfg.Namespace, sel.GetLabels())...)
 }
 
 // hostEndpoint is the endpoint of a DNS ServiceEntry without workloads: the

@@ -123,6 +123,9 @@ func (c *Controller) report(kindName, key string, present bool, problems []strin
 	if c.opts.Problems == nil {
 		return
 	}
+	if c.opts.ReportCluster {
+		key += " (cluster " + c.opts.ClusterID + ")"
+	}
 	var out []diag.Problem
 	if present {
 		for _, p := range problems {
