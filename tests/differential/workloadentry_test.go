@@ -25,11 +25,12 @@ func TestSidecarServiceSelectsWorkloadEntries(t *testing.T) {
 // The VM of such an entry, seen from its own proxy: it serves the
 // Kubernetes Service through its entry (inbound listeners on the entry's
 // ports for each service port), as Istio's Kubernetes registry finds the
-// entry by the proxy's IP before pods.
+// entry by the proxy's IP before pods. A rule of subsets alone leaves the
+// inbound clusters as they are without a rule.
 func TestVMServedByKubernetesService(t *testing.T) {
 	differential.Shared(t).Run(t, differential.Case{
 		Name:    "vm served by a kubernetes service",
-		Objects: workloadEntryMesh("wle-vm"),
+		Objects: workloadEntryMesh("wle-vm") + subsetsRule("wle-vm"),
 		Proxy: differential.Proxy{Pod: "reviews-vm-a", Namespace: "wle-vm", IP: "10.90.41.1", ServiceAccount: "reviews-vm",
 			Labels: map[string]string{"app": "reviews", "version": "v2"}, Workload: "reviews-vm-a"},
 	})
@@ -115,9 +116,8 @@ spec:
 }
 
 // subsetsRule is a DestinationRule of reviews with subsets by version
-// (the entries are version v2, the pod v1). Without a traffic policy:
-// the VM case leaves it out, since this istiod marks inbound clusters
-// with a rule that has none, which Istio does not (not this feature's).
+// (the entries are version v2, the pod v1), without a traffic policy:
+// an inbound cluster does not name such a rule in its metadata.
 func subsetsRule(ns string) string {
 	return `
 ---

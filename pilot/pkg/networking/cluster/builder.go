@@ -507,15 +507,17 @@ func BuildSNIDNAT(svc *model.Service, opts Options) []*clusterv3.Cluster {
 // the rule in the metadata, as Istio does: limits set for clients also
 // bound what the server side accepts.
 func ApplyInboundPolicy(c *clusterv3.Cluster, dr *config.Config, servicePort int, proto protocol.Instance, m *meshconfig.MeshConfig) {
-	if dr == nil {
-		// no rule: the mesh's pool settings still apply, as in Istio
+	var spec *networking.DestinationRule
+	if dr != nil {
+		spec, _ = dr.Spec.(*networking.DestinationRule)
+	}
+	if spec.GetTrafficPolicy() == nil {
+		// no rule, or one without a traffic policy (subsets only): the
+		// mesh's pool settings still apply, and the rule is not named, as
+		// in Istio
 		if meshPoolSettings(m) {
 			applyTrafficProtocol(c, withMeshDefaults(m, nil), proto, m, false, true)
 		}
-		return
-	}
-	spec, ok := dr.Spec.(*networking.DestinationRule)
-	if !ok {
 		return
 	}
 	pol := withMeshDefaults(m, MergeTrafficPolicy(spec.GetTrafficPolicy(), nil, servicePort))
