@@ -2,6 +2,7 @@ package crdclient
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -93,6 +94,38 @@ func TestRefilterDoesNotUndoConcurrentUpdate(t *testing.T) {
 	if got := next(t, updates); got != "a=v1" {
 		t.Fatalf("first event %q", got)
 	}
+	// an object created now is seen only through the informer's watch:
+	// once its add is handled the watch runs (the fake API server does not
+	// replay what happened between the list and the watch, so v2 must not
+	// be written before)
+	vss := client.Istio().NetworkingV1().VirtualServices("ns")
+	for i := 0; ; i++ {
+		warm := refilterVS(fmt.Sprintf("warm-%d", i))
+		warm.Name = "warm"
+		var err error
+		if i == 0 {
+			_, err = vss.Create(context.Background(), warm, metav1.CreateOptions{})
+		} else {
+			cur, gerr := vss.Get(context.Background(), "warm", metav1.GetOptions{})
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			warm.ResourceVersion = cur.ResourceVersion
+			_, err = vss.Update(context.Background(), warm, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen(updates, fmt.Sprintf("warm=warm-%d", i), 500*time.Millisecond) {
+			break
+		}
+		if i == 40 {
+			t.Fatal("the informer's watch never delivered an event")
+		}
+	}
+	for len(waiting) > 0 {
+		<-waiting
+	}
 
 	k.refilterListed = func() {
 		// the store was listed with v1; v2 arrives now
@@ -132,6 +165,21 @@ func TestRefilterDoesNotUndoConcurrentUpdate(t *testing.T) {
 	}
 	if got := vsHost(cl.Get(gvk.VirtualService, "a", "ns")); got != "v2" {
 		t.Errorf("after the refilter a serves %s, want v2 (the update was undone by the refilter's older list)", got)
+	}
+}
+
+// seen reads ch until want comes, or d passes without it.
+func seen(ch <-chan string, want string, d time.Duration) bool {
+	deadline := time.After(d)
+	for {
+		select {
+		case u := <-ch:
+			if u == want {
+				return true
+			}
+		case <-deadline:
+			return false
+		}
 	}
 }
 
