@@ -73,13 +73,10 @@ var commonEnv = []string{
 // is the commonEnv and extraEnv only (plus PATH and HOME=dir), so that
 // no PILOT_* setting of the machine reaches either.
 func startPlane(fl Flavor, bin string, env *kube.Env, meshFile, dir string, extraEnv ...string) (*plane, error) {
-	var addrs [5]string
-	for i := range addrs {
-		a, err := testproc.FreeAddr()
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
+	// distinct ports: picked one by one, two could be the same
+	addrs, err := testproc.FreeAddrs(5)
+	if err != nil {
+		return nil, err
 	}
 	httpAddr, monitoring, grpcAddr, secure, https := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
 	args := []string{"discovery", "--meshConfig", meshFile, "--kubeconfig", env.Kubeconfig, "--namespace", istiodNamespace,

@@ -33,13 +33,9 @@ type daemon struct {
 // working directory dir; its output goes to dir/istiod.log. The process is
 // killed if the tool dies.
 func startIstiod(t target, src source, meshFile, dir string) (*daemon, error) {
-	var addrs [4]string
-	for i := range addrs {
-		a, err := testproc.FreeAddr()
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
+	addrs, err := testproc.FreeAddrs(4)
+	if err != nil {
+		return nil, err
 	}
 	la := listenAddrs{http: addrs[0], monitoring: addrs[1], grpc: addrs[2], secureGRPC: addrs[3]}
 	args, env, err := commandLine(t.flavor, src, meshFile, dir, la)

@@ -36,10 +36,31 @@ func BuildIstiod(dir string) (string, error) {
 // FreeAddr returns a loopback address with a port that was free a moment
 // ago.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := FreeAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addrs[0], nil
+}
+
+// FreeAddrs returns n distinct free loopback addresses: each port is held
+// until all are picked, so that the kernel cannot hand out one twice (a
+// process given the same port for two listeners fails to start).
+func FreeAddrs(n int) ([]string, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	out := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
 }
