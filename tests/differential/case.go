@@ -452,6 +452,7 @@ func (f *Fixture) prepare(t *testing.T, cfg planeConfig, objs, sentinel []*unstr
 		}
 	}
 	for _, w := range worlds {
+		startOfSecond()
 		if err := w.apply(ctx, objs, autoEndpoints); err != nil {
 			done()
 			t.Fatalf("%s: %v", w.p.flavor, err)

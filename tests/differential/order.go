@@ -3,6 +3,7 @@ package differential
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -54,4 +55,18 @@ func tieKey(u *unstructured.Unstructured) string {
 		}
 	}
 	return u.GetName()
+}
+
+// startOfSecond waits, when most of the current second has passed, for
+// the next one to begin, so that a case's objects (created in well under
+// half a second) get one creation second in each world. Tie order cannot
+// settle everything: a ServiceEntry's hosts sort one by one (cred and
+// other.example.com of sidecar-upstream-tls fall on either side of
+// grpc.example.com), so two worlds whose seconds ticked at different
+// points of the case would order its services apart.
+func startOfSecond() {
+	now := time.Now()
+	if frac := time.Duration(now.Nanosecond()); frac > 400*time.Millisecond {
+		time.Sleep(time.Second - frac)
+	}
 }
