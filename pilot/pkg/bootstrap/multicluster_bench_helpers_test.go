@@ -37,9 +37,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
-	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/kube"
-	"github.com/meshplane/istiod/pkg/kube/krt"
 	"github.com/meshplane/istiod/pkg/kube/multicluster"
 )
 
@@ -469,39 +467,13 @@ users:
 }
 
 // newServerWithClient is NewServer with the cluster istiod runs in given
-// as a client (initKubeClient only builds real ones): the same steps in
-// the same order. Keep it in step with NewServer.
+// as a client (initKubeClient only builds real ones).
 func newServerWithClient(args PilotArgs, client kube.Client) (*Server, error) {
-	s := &Server{
-		args:         args,
-		internalStop: make(chan struct{}),
-		problems:     diag.New(nil),
-		krtDebug:     krt.NewDebugHandler(),
-		kubeClient:   client,
-	}
-	s.initMeshConfiguration()
-	s.initNamespaceFilter()
-	if err := s.initConfigController(); err != nil {
+	s := newServer(args)
+	s.kubeClient = client
+	if err := s.wire(); err != nil {
 		return nil, err
 	}
-	if err := s.initServiceControllers(); err != nil {
-		return nil, err
-	}
-	s.initMulticluster()
-	s.initDiscovery()
-	s.initAutoRegistration()
-	s.initIPAllocate()
-	if err := s.initSecurity(); err != nil {
-		return nil, err
-	}
-	if err := s.initInjection(); err != nil {
-		return nil, err
-	}
-	if err := s.initGatewayDeployment(); err != nil {
-		return nil, err
-	}
-	s.initServers()
-	initMetrics()
 	return s, nil
 }
 

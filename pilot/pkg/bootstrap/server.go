@@ -97,39 +97,51 @@ type Server struct {
 
 // NewServer wires a server from args. Nothing listens until Start.
 func NewServer(args PilotArgs) (*Server, error) {
-	s := &Server{
+	s := newServer(args)
+	if err := s.initKubeClient(); err != nil {
+		return nil, err
+	}
+	if err := s.wire(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newServer(args PilotArgs) *Server {
+	return &Server{
 		args:         args,
 		internalStop: make(chan struct{}),
 		problems:     diag.New(nil),
 		krtDebug:     krt.NewDebugHandler(),
 	}
-	if err := s.initKubeClient(); err != nil {
-		return nil, err
-	}
+}
+
+// wire builds every part on the server's client (nil: none), in order.
+func (s *Server) wire() error {
 	s.initMeshConfiguration()
 	s.initNamespaceFilter()
 	if err := s.initConfigController(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.initServiceControllers(); err != nil {
-		return nil, err
+		return err
 	}
 	s.initMulticluster()
 	s.initDiscovery()
 	s.initAutoRegistration()
 	s.initIPAllocate()
 	if err := s.initSecurity(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.initInjection(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.initGatewayDeployment(); err != nil {
-		return nil, err
+		return err
 	}
 	s.initServers()
 	initMetrics()
-	return s, nil
+	return nil
 }
 
 // initMeshConfiguration comes first: everything else may read the mesh config.
