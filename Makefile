@@ -24,7 +24,7 @@ image:
 
 # Everything that can run on this machine: unit, golden and integration tests, with the race detector.
 test: testbin
-	$(GO) test -race -count=1 -tags xdsverify $(PKGS)
+	GO=$(GO) ./hack/gotest.sh -race -count=1 -tags xdsverify $(PKGS)
 
 gen: crds
 	$(GO) generate ./pkg/config/schema/...

@@ -257,3 +257,34 @@ func anyKindIn(req *PushRequest, kinds []kind.Kind) bool {
 	}
 	return false
 }
+
+// PartialEndpointHosts tells whether a push changes the load assignments
+// of some services only, and which (their hostnames): so for an incremental
+// push, and for a full one, not forced, whose every change is a service or
+// of a kind endpoints do not depend on. The other assignments a proxy
+// holds are then unchanged and need not be sent again, as Istio's EDS
+// generator leaves them out (Envoy keeps what a response of a non-wildcard
+// type does not name). A full push with no named change, or a forced one,
+// is never partial.
+func PartialEndpointHosts(req *PushRequest) (map[string]struct{}, bool) {
+	if req == nil {
+		return nil, false
+	}
+	if req.Full {
+		if req.Forced || len(req.ConfigsUpdated) == 0 {
+			return nil, false
+		}
+		for k := range req.ConfigsUpdated {
+			if k.Kind != kind.ServiceEntry && !slices.Contains(kindsNotAffectingEndpoints, k.Kind) {
+				return nil, false
+			}
+		}
+	}
+	hosts := make(map[string]struct{}, len(req.ConfigsUpdated))
+	for k := range req.ConfigsUpdated {
+		if k.Kind == kind.ServiceEntry {
+			hosts[k.Name] = struct{}{}
+		}
+	}
+	return hosts, true
+}

@@ -365,6 +365,17 @@ func (s *DiscoveryServer) pushType(con *Connection, stream sotwSender, t string,
 		// response deletes it: resend the copy the proxy holds
 		res = withHeldCopies(res, wc.last, held)
 	}
+	partial := g.Partial && !isWildcardType(t)
+	if partial {
+		// what was not regenerated stays as it was, held or not
+		held = partialHeld(wc.Held, g)
+		if len(res) == 0 {
+			// nothing the proxy watches changed: an empty response would
+			// only cost it an ACK (Istio sends one)
+			s.recordUnsent(con, t, held, req.Push.Seq())
+			return nil
+		}
+	}
 	resp := &discovery.DiscoveryResponse{TypeUrl: t, VersionInfo: req.Push.PushVersion(), Nonce: nonce(), ControlPlane: s.controlPlane}
 	size := 0
 	for _, r := range res {

@@ -186,8 +186,15 @@ func (s *DiscoveryServer) pushDelta(con *Connection, stream deltaSender, t strin
 	// held resources are neither sent nor removed: the client keeps what
 	// it holds
 	held := heldSet(g.Held)
-	current := s.sent.after(con.sentScope(), t, g.Resources, version, sent, held)
-	resp.RemovedResources = removedNames(wc, sent, current, held)
+	var current *sentVersions
+	if g.Partial && !isWildcardType(t) {
+		// the rest is unchanged: the client keeps it, nothing is removed
+		held = partialHeld(wc.Held, g)
+		current = s.sent.afterPartial(con.sentScope(), t, g.Resources, version, sent)
+	} else {
+		current = s.sent.after(con.sentScope(), t, g.Resources, version, sent, held)
+		resp.RemovedResources = removedNames(wc, sent, current, held)
+	}
 	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 && !answer {
 		s.recordUnsent(con, t, held, req.Push.Seq())
 		return nil

@@ -136,6 +136,12 @@ type Generated struct {
 	// removed from the proxy either: it keeps its last valid copy (ours;
 	// Istio sends them and the proxy rejects the whole response).
 	Held []Held
+	// Partial: Resources (and Held) are only what the push may have
+	// changed; everything else the proxy holds of the type is unchanged
+	// and stays (a state-of-the-world response leaves it out, a delta one
+	// removes nothing). Only for types that are not wildcard: a
+	// state-of-the-world listener or cluster response is always whole.
+	Partial bool
 }
 
 // Held is a resource left as the proxy holds it, and why.
@@ -148,6 +154,7 @@ type Held struct {
 func (g *Generated) Append(other Generated) {
 	g.Resources = append(g.Resources, other.Resources...)
 	g.Held = append(g.Held, other.Held...)
+	g.Partial = g.Partial || other.Partial
 }
 
 // GeneratorFunc adapts a function to Generator.

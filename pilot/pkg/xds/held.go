@@ -37,6 +37,28 @@ func withHeldCopies(res, last []*discovery.Resource, held map[string]string) []*
 	return out
 }
 
+// partialHeld is what stays held after a partial push: the names held
+// before that it did not regenerate, and the ones it held now.
+func partialHeld(before map[string]string, g Generated) map[string]string {
+	if len(before) == 0 {
+		return heldSet(g.Held)
+	}
+	out := make(map[string]string, len(before)+len(g.Held))
+	for n, r := range before {
+		out[n] = r
+	}
+	for _, r := range g.Resources {
+		delete(out, r.Name)
+	}
+	for _, h := range g.Held {
+		out[h.Name] = h.Reason
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // recordUnsent records what a push that sent nothing left held, and the
 // snapshot it was generated from.
 func (s *DiscoveryServer) recordUnsent(con *Connection, t string, held map[string]string, from uint64) {

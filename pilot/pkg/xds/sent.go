@@ -244,6 +244,46 @@ func (t *sentBases) after(sc sentScope, typeURL string, rs []*discovery.Resource
 	return &sentVersions{base: b}
 }
 
+// afterPartial is what the client holds once sent a partial push of rs:
+// what it held, with rs's versions. The set stays on its base while the
+// differences are few; then it is rebuilt as after builds a whole push.
+func (t *sentBases) afterPartial(sc sentScope, typeURL string, rs []*discovery.Resource, version func(int) string, sent *sentVersions) *sentVersions {
+	if len(rs) == 0 {
+		return sent
+	}
+	var base *versionBase
+	var own map[string]string
+	if sent != nil {
+		base = sent.base
+		own = make(map[string]string, len(sent.own)+len(rs))
+		for n, v := range sent.own {
+			own[n] = v
+		}
+	} else {
+		own = make(map[string]string, len(rs))
+	}
+	for i, r := range rs {
+		v := version(i)
+		if bv, ok := base.get(r.Name); ok && bv == v {
+			delete(own, r.Name)
+			continue
+		}
+		own[r.Name] = v
+	}
+	if base != nil && len(own) <= maxOwn(base) {
+		return &sentVersions{base: base, own: own}
+	}
+	// the whole set, as one push of every resource held
+	merged := &sentVersions{base: base, own: own}
+	var all []*discovery.Resource
+	var versions []string
+	for n, v := range merged.all() {
+		all = append(all, &discovery.Resource{Name: n})
+		versions = append(versions, v)
+	}
+	return t.after(sc, typeURL, all, func(i int) string { return versions[i] }, sent, nil)
+}
+
 // diffFrom returns the own entries of the set after the push on base b,
 // and false when there would be more than maxOwn.
 func diffFrom(b *versionBase, rs []*discovery.Resource, version func(int) string, sent *sentVersions, held map[string]string) (map[string]string, bool) {

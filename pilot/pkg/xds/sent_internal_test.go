@@ -122,3 +122,59 @@ func TestSentVersionsWithout(t *testing.T) {
 		t.Errorf("the original changed: %v", got)
 	}
 }
+
+// A partial push changes the versions of what it carries and keeps the
+// rest: through many partial pushes, on a shared base and past the point
+// where the set is rebuilt, the set holds what the plain computation says.
+func TestSentVersionsAfterPartialPushes(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	names := make([]string, 200)
+	for i := range names {
+		names[i] = fmt.Sprintf("outbound|80||svc-%d", i)
+	}
+	var bases sentBases
+	sc := sentScope{"sidecar", "ns"}
+	bases.join(sc)
+	var whole []*discovery.Resource
+	plain := map[string]string{}
+	for _, n := range names {
+		whole = append(whole, &discovery.Resource{Name: n, Version: "v0"})
+		plain[n] = "v0"
+	}
+	sent := bases.after(sc, EndpointType, whole, resourceVersions(whole), nil, nil)
+	rebuilt := false
+	for round := 1; round <= 80; round++ {
+		var rs []*discovery.Resource
+		for i := r.Intn(6); i >= 0; i-- {
+			n := names[r.Intn(len(names))]
+			v := fmt.Sprintf("v%d", round)
+			if r.Intn(5) == 0 {
+				v = plain[n] // sent again unchanged
+			}
+			rs = append(rs, &discovery.Resource{Name: n, Version: v})
+			plain[n] = v
+		}
+		before := sent
+		sent = bases.afterPartial(sc, EndpointType, rs, resourceVersions(rs), sent)
+		if sent.base != before.base {
+			rebuilt = true
+		}
+		if got := collect(sent); !maps.Equal(got, plain) {
+			t.Fatalf("round %d: holds %d entries, want %d", round, len(got), len(plain))
+		}
+		for _, n := range names {
+			if v, ok := sent.get(n); !ok || v != plain[n] {
+				t.Fatalf("round %d: get(%s) = %q %v, want %q", round, n, v, ok, plain[n])
+			}
+		}
+		if len(sent.own) > maxOwn(sent.base) {
+			t.Fatalf("round %d: %d own entries on a base of %d", round, len(sent.own), sent.base.len())
+		}
+	}
+	if !rebuilt {
+		t.Error("80 rounds of changes never rebuilt the set on a new base")
+	}
+	if got := bases.afterPartial(sc, EndpointType, nil, resourceVersions(nil), sent); got != sent {
+		t.Error("an empty partial push changed the set")
+	}
+}

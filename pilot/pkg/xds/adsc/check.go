@@ -64,9 +64,48 @@ func (c *Client) checkSotW(m *discovery.DiscoveryResponse) (*Response, error) {
 		r.Resources[name] = res
 	}
 	c.mu.Lock()
-	c.state[m.TypeUrl] = r.Resources // state of the world: the response is the whole state
+	c.state[m.TypeUrl] = c.sotwState(m.TypeUrl, r.Resources)
 	c.mu.Unlock()
 	return r, nil
+}
+
+// sotwState is what the client holds of a type after a response: for
+// listeners, clusters and a wildcard watch the response is the whole state;
+// for a named watch of another type (endpoints, routes, secrets) it holds
+// what it names, and the watched names it leaves out keep their last copy,
+// as Envoy keeps them. Called with c.mu held.
+func (c *Client) sotwState(typeURL string, got map[string]proto.Message) map[string]proto.Message {
+	names := c.names[typeURL]
+	if wholeStateType(typeURL) || len(names) == 0 {
+		return got
+	}
+	prev := c.state[typeURL]
+	out := make(map[string]proto.Message, len(names))
+	for _, n := range names {
+		if m, ok := got[n]; ok {
+			out[n] = m
+		} else if m, ok := prev[n]; ok {
+			out[n] = m
+		}
+	}
+	for n, m := range got { // sent though not asked for
+		out[n] = m
+	}
+	return out
+}
+
+// wholeStateType: the types whose state-of-the-world responses always
+// carry every resource (the protocol's listeners and clusters, and the
+// workload API's wildcard types).
+func wholeStateType(typeURL string) bool {
+	switch typeURL {
+	case "type.googleapis.com/envoy.config.listener.v3.Listener",
+		"type.googleapis.com/envoy.config.cluster.v3.Cluster",
+		"type.googleapis.com/istio.workload.Address",
+		"type.googleapis.com/istio.security.Authorization":
+		return true
+	}
+	return false
 }
 
 func (c *Client) checkDelta(m *discovery.DeltaDiscoveryResponse) (*Response, error) {

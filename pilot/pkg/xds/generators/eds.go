@@ -22,7 +22,10 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 	push := req.Push
 	names := w.Names()
 	sort.Strings(names)
-	var out xds.Generated
+	// a push that changed some services' endpoints only regenerates (and
+	// sends) their assignments, as Istio's does
+	updated, partial := model.PartialEndpointHosts(req)
+	out := xds.Generated{Partial: partial}
 	for _, name := range names {
 		dir, subset, host, port, ok := cluster.ParseSubsetKey(name)
 		sniDNAT := false
@@ -32,6 +35,9 @@ func (g *SidecarGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResource
 			dir, sniDNAT = cluster.Outbound, ok
 		}
 		if !ok || dir != cluster.Outbound {
+			continue
+		}
+		if _, changed := updated[host]; partial && !changed {
 			continue
 		}
 		svc := push.ServiceForHostname(proxy, host)
