@@ -152,7 +152,11 @@ func checkNoRelistStorm(t *testing.T, after []kube.Request) {
 		}
 		relisted++
 		lines = append(lines, fmt.Sprintf("%s: %d full reads; requests: %s", key, len(inf.full), strings.Join(inf.history, ", ")))
-		if len(inf.full) > 1 {
+		// a leader-only controller's informers are new each time it wins
+		// the lease back, and with the tests' one-second renew deadline a
+		// renewal the restarted server answers 429 (a second's Retry-After)
+		// can end a term: each new informer reads once, which is no relist
+		if len(inf.full) > 1 && !strings.HasSuffix(key, " (new informer)") {
 			t.Errorf("relist storm: istiod read %s in full %d times after the restart", key, len(inf.full))
 		}
 	}

@@ -71,10 +71,9 @@ func (s *Server) initIPAllocate() {
 		return
 	}
 	c := ipallocate.New(ipallocate.Options{Store: s.store, IPv4: o.IPv4, IPv6: o.IPv6})
-	s.ipAllocateRevisions = leaderelection.NewDefaultRevisionWatcher(s.kubeClient.Kube())
 	s.ipAllocate = leaderelection.NewPrioritized(s.kubeClient.Kube(), leaderelection.PrioritizedOptions{
 		Namespace: s.args.Namespace, Name: ipAllocateElection, Identity: s.identity(), Revision: s.args.Revision,
-		DefaultRevision: s.ipAllocateRevisions.Get, Timing: s.args.Security.LeaderElection})
+		DefaultRevision: s.defaultRevisions().Get, Timing: s.args.Security.LeaderElection})
 	s.ipAllocate.AddRunFunction(c.Run)
 }
 
@@ -83,11 +82,8 @@ func (s *Server) startIPAllocate() {
 	if s.ipAllocate == nil {
 		return
 	}
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		s.ipAllocateRevisions.Run(s.internalStop)
-	}()
+	s.startDefaultRevisions()
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.ipAllocate.Run(s.internalStop)

@@ -43,9 +43,8 @@ type secure struct {
 	// election is Istio's prioritized ConfigMap lock of the namespace
 	// controller (istio-namespace-controller-election), so that our
 	// replicas and Istio's, side by side during a migration, elect one
-	// writer; revisions follows the cluster's default revision for it
-	election  *leaderelection.Prioritized
-	revisions *leaderelection.DefaultRevisionWatcher
+	// writer (its default revision: Server.defaultRevisions)
+	election *leaderelection.Prioritized
 }
 
 // initSecurity builds the CA (plugged-in files, else the istio-ca-secret
@@ -151,10 +150,9 @@ func (s *Server) initRootCertPublisher(sec *secure) {
 		sec.files.onCAChange(republish)
 	}
 	id := s.identity()
-	sec.revisions = leaderelection.NewDefaultRevisionWatcher(s.kubeClient.Kube())
 	sec.election = leaderelection.NewPrioritized(s.kubeClient.Kube(), leaderelection.PrioritizedOptions{
 		Namespace: s.args.Namespace, Name: leaderelection.NamespaceController, Identity: id, Revision: s.args.Revision,
-		DefaultRevision: sec.revisions.Get, Timing: s.args.Security.LeaderElection})
+		DefaultRevision: s.defaultRevisions().Get, Timing: s.args.Security.LeaderElection})
 	sec.election.AddRunFunction(sec.nsc.Run)
 	sec.election.AddRunFunction(wh.Run)
 }
@@ -187,11 +185,8 @@ func (s *Server) startSecurity() error {
 		}()
 	}
 	if sec.election != nil {
-		s.wg.Add(2)
-		go func() {
-			defer s.wg.Done()
-			sec.revisions.Run(s.internalStop)
-		}()
+		s.startDefaultRevisions()
+		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			sec.election.Run(s.internalStop)

@@ -80,8 +80,11 @@ type Server struct {
 	// lastGood elects the writer of the last-good record (lastgood.go)
 	lastGood *leaderelection.Election
 	// ipAllocate elects the writer of ServiceEntry addresses (ipallocate.go)
-	ipAllocate          *leaderelection.Prioritized
-	ipAllocateRevisions *leaderelection.DefaultRevisionWatcher
+	ipAllocate *leaderelection.Prioritized
+	// revisions follows the cluster's default revision for every
+	// prioritized election (revisions.go)
+	revisions     *leaderelection.DefaultRevisionWatcher
+	revisionsOnce sync.Once
 	// ambient is the ambient index (ambient.go); nil unless PILOT_ENABLE_AMBIENT
 	ambient *ambient.Index
 	// ambientStatus elects the writer of the ambient policy status (ambientstatus.go)
