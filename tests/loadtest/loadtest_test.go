@@ -79,6 +79,29 @@ func TestLoadSmall(t *testing.T) {
 	}
 }
 
+// A config storm: the VirtualService edited ten times a second, after
+// which every sidecar gets the routes of the last edit (and reports only
+// those: no edit before it has its weights).
+func TestLoadStorm(t *testing.T) {
+	r := run(t, Options{Proxies: 4, Services: 3, Namespaces: 2, DialConcurrency: 4, ValidateSidecars: 1,
+		Timeout: 30 * time.Second, StormDuration: 1500 * time.Millisecond, StormRate: 10})
+	s := r.Storm
+	if s == nil {
+		t.Fatal("no storm figures")
+	}
+	if s.Converged != 4 || !r.OK() {
+		t.Fatalf("%d of 4 sidecars had the storm's last edit (report OK: %v)", s.Converged, r.OK())
+	}
+	if s.Edits < 3 || s.Responses == 0 || s.IstiodPeakRSS == 0 {
+		t.Errorf("storm: %d edits, %d responses, peak RSS %d", s.Edits, s.Responses, s.IstiodPeakRSS)
+	}
+	var b strings.Builder
+	PrintComparison(&b, []*Report{r})
+	if !strings.Contains(b.String(), "storm: last edit, all sidecars") {
+		t.Errorf("the comparison has no storm rows:\n%s", b.String())
+	}
+}
+
 // BenchmarkConvergence runs the load test with 50 sidecars and the default
 // mesh (100 services) per iteration: time until all have full config, and
 // time until all have the routes of one edited VirtualService.

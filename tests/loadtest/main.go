@@ -26,10 +26,14 @@ func main() {
 	flag.BoolVar(&o.Keep, "keep", false, "keep the work directory (generated mesh, istiod log)")
 	flag.StringVar(&o.IstiodCPUProfile, "istiod-cpuprofile", "", "record each control plane's CPU profile of the change rounds into this file (.<flavor> appended)")
 	flag.StringVar(&o.IstiodHeapProfile, "istiod-heapprofile", "", "write istiod's heap profile at the end (sidecars still connected) to this file")
+	window := flag.Int("window", int(o.Window), "each sidecar's fixed HTTP/2 flow-control window in bytes, per stream and per connection (at least 65536; 0: gRPC's default, which grows with its bandwidth estimate)")
+	flag.DurationVar(&o.StormDuration, "storm", 0, "after the change rounds, a config storm of this length: the VirtualService edited -storm-rate times a second, then the time until every sidecar has the last edit")
+	flag.IntVar(&o.StormRate, "storm-rate", 10, "edits a second during -storm")
 	quiet := flag.Bool("q", false, "no progress lines")
 	cpuProfile := flag.String("cpuprofile", "", "write the tool's CPU profile to this file")
 	memProfile := flag.String("memprofile", "", "write the tool's heap profile at the end to this file")
 	flag.Parse()
+	o.Window = int32(min(*window, 1<<30))
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {

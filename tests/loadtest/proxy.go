@@ -145,6 +145,8 @@ type proxy struct {
 	// this repository's istiod; the protocol makes it optional, Envoy
 	// does without, and Istio's pilot-discovery sends none on some types
 	versioned bool
+	// window is the fixed flow-control window (Options.Window)
+	window int32
 	// the route that changes: virtual host and weighted cluster
 	targetVHost, targetCluster string
 
@@ -232,10 +234,15 @@ func (p *proxy) attempt(ctx context.Context, addr string, node *core.Node, dialS
 	if p.start.IsZero() {
 		p.start = time.Now()
 	}
-	// small transport buffers: a sidecar writes only small requests
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithReadBufferSize(16<<10), grpc.WithWriteBufferSize(4<<10),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.ForceCodecV2(newResponseCodec())))
+	// small transport buffers: a sidecar writes only small requests; a
+	// fixed window (no bandwidth estimate) bounds what it buffers
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithReadBufferSize(16 << 10), grpc.WithWriteBufferSize(4 << 10),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.ForceCodecV2(newResponseCodec()))}
+	if p.window > 0 {
+		opts = append(opts, grpc.WithInitialWindowSize(p.window), grpc.WithInitialConnWindowSize(p.window))
+	}
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		<-dialSlots
 		return err

@@ -71,6 +71,11 @@ func (r *Report) Print(w io.Writer) {
 			seconds(st["pilot_xds_push_time"].mean()), st["pilot_xds_push_time"].count,
 			seconds(st["pilot_proxy_convergence_time"].mean()), st["pilot_proxy_convergence_time"].count)
 	}
+	if s := r.Storm; s != nil {
+		fmt.Fprintf(w, "config storm: %d edits in %s; %d/%d sidecars had the last %s after it (p50 %s); istiod CPU seconds %.2f, RSS peak %s, at end %s; received %d responses, %s; tool CPU %.2f\n",
+			s.Edits, ms(s.Duration), s.Converged, r.Proxies, ms(s.AfterEnd), ms(s.ConvergeP50), s.IstiodCPU, mib(s.IstiodPeakRSS), mib(s.IstiodRSSAtEnd),
+			s.Responses, mib(s.Bytes), s.ToolCPU)
+	}
 	fmt.Fprintf(w, "load tool: CPU seconds: connect %.2f, change %.2f, validation after the phases %.2f; RSS at end %s (peak %s)\n",
 		r.ToolConnectCPU, r.ToolChangeCPU, r.ToolValidateCPU, mib(r.ToolRSS), mib(r.ToolPeakRSS))
 	if r.Partial > 0 {
@@ -166,6 +171,22 @@ func PrintComparison(w io.Writer, rs []*Report) {
 		return fmt.Sprintf("%d resp, %s", r.Responses, mib(b))
 	})
 	row("received, change rounds", func(r *Report) string { return fmt.Sprintf("%d resp, %s", r.ChangeResponses, mib(r.ChangeBytes)) })
+	if r0.Storm != nil {
+		storm := func(name string, f func(s *StormReport) string) {
+			row(name, func(r *Report) string {
+				if r.Storm == nil {
+					return "-"
+				}
+				return f(r.Storm)
+			})
+		}
+		storm("storm: edits", func(s *StormReport) string { return fmt.Sprintf("%d in %s", s.Edits, ms(s.Duration)) })
+		storm("storm: last edit, all sidecars", func(s *StormReport) string { return ms(s.AfterEnd) })
+		storm("storm: istiod CPU s", func(s *StormReport) string { return fmt.Sprintf("%.2f", s.IstiodCPU) })
+		storm("storm: istiod RSS peak", func(s *StormReport) string { return mib(s.IstiodPeakRSS) })
+		storm("storm: received", func(s *StormReport) string { return fmt.Sprintf("%d resp, %s", s.Responses, mib(s.Bytes)) })
+	}
+	row("load tool RSS end / peak", func(r *Report) string { return mib(r.ToolRSS) + " / " + mib(r.ToolPeakRSS) })
 	for _, r := range rs {
 		if !r.OK() {
 			fmt.Fprintf(w, "\n%s: NOT OK (see its report above)\n", r.Name)

@@ -63,12 +63,25 @@ type Options struct {
 	// IstiodCPUProfile, when set, is where istiod's CPU profile of the
 	// change rounds is written (2 s per round are recorded).
 	IstiodCPUProfile string
+	// Window is each sidecar's fixed HTTP/2 flow-control window, per
+	// stream and per connection, in bytes: what a control plane may send it
+	// ahead of what it has read. gRPC's default grows the window with its
+	// estimate of the bandwidth, and on loopback a thousand sidecars then
+	// buffer gigabytes; a fixed one bounds the tool's memory at about
+	// Proxies × Window and is the same for every control plane. 0 is
+	// gRPC's default (to measure what the estimate costs).
+	Window int32
+	// StormDuration, when positive, adds the config storm after the change
+	// rounds: StormRate edits a second (default 10) for this long, then
+	// the time until every sidecar has the last (storm.go).
+	StormDuration time.Duration
+	StormRate     int
 }
 
 // DefaultOptions is the scenario of the issue: 1,000 sidecars, 100 services.
 func DefaultOptions() Options {
 	return Options{Proxies: 1000, Services: 100, Namespaces: 10, DialConcurrency: 64, ValidateSidecars: 50,
-		Timeout: 2 * time.Minute, Repeat: 1, Settle: 2 * time.Second}
+		Timeout: 2 * time.Minute, Repeat: 1, Settle: 2 * time.Second, Window: 1 << 20}
 }
 
 // Report holds the figures of one control plane's run.
@@ -123,13 +136,15 @@ type Report struct {
 	// both control planes export) over the change rounds
 	PushStages map[string]histogram
 	ReadyAfter time.Duration
+	// Storm is the config storm's figures (nil without one)
+	Storm *StormReport
 }
 
 // OK reports a run in which every sidecar got full config and the change,
 // with no wire-rule error.
 func (r *Report) OK() bool {
 	return r.Aborted == "" && len(r.Failures) == 0 && r.WireErrors == 0 &&
-		r.Full == r.Proxies && r.Converged == r.Proxies
+		r.Full == r.Proxies && r.Converged == r.Proxies && (r.Storm == nil || r.Storm.Converged == r.Proxies)
 }
 
 // world is what the control planes of one run share: the mesh, where it is
@@ -181,8 +196,15 @@ func RunAll(ctx context.Context, o Options) ([]*Report, error) {
 	if o.Repeat < 1 {
 		o.Repeat = 1
 	}
+	if o.Window > 0 && o.Window < 64<<10 {
+		// gRPC's smallest fixed window (below it the estimate is used)
+		o.Window = 64 << 10
+	}
 	if o.Repeat > maxRounds {
 		return nil, fmt.Errorf("at most %d repeats", maxRounds)
+	}
+	if o.StormDuration > 0 && o.Repeat >= stormRound {
+		return nil, fmt.Errorf("a storm needs fewer than %d repeats (its last edit has the weights of round %d)", stormRound, stormRound)
 	}
 	logf := func(format string, args ...any) {
 		if o.Log != nil {
@@ -360,6 +382,19 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 	for i := range f.count.bytes {
 		r.ChangeBytes += f.count.bytes[i].Load() - r.Bytes[i]
 	}
+	if o.StormDuration > 0 && r.Full > 0 && r.Aborted == "" {
+		time.Sleep(500 * time.Millisecond) // the last round's ACKs
+		logf("config storm: %d edits a second for %v", max(o.StormRate, 1), o.StormDuration)
+		sr, err := f.storm(ctx, w, pid, cpu)
+		if err != nil {
+			return nil, err
+		}
+		r.ToolValidateCPU += f.checkBacklogs()
+		cpu.lap()
+		r.Storm = sr
+		logf("storm: %d edits in %v; %d sidecars have the last %v after it", sr.Edits, sr.Duration.Round(time.Millisecond),
+			sr.Converged, sr.AfterEnd.Round(time.Millisecond))
+	}
 	// the steady state, as for the baseline: after the same idle time
 	// (the peak is reported apart)
 	select {
@@ -457,7 +492,7 @@ func (f *fleet) start(ctx context.Context, m *mesh) {
 	for i := range f.proxies {
 		p := &proxy{id: i, nodeID: m.nodeID(i), meta: m.metadata(i), validate: i%step == 0 && i/step < f.o.ValidateSidecars,
 			targetVHost: m.targetVirtualHost(), targetCluster: m.targetCluster(), events: f.events, count: f.count,
-			round: &f.round, work: decoders, versioned: f.versioned, syncSlots: syncing}
+			round: &f.round, work: decoders, versioned: f.versioned, syncSlots: syncing, window: f.o.Window}
 		f.proxies[i] = p
 		f.wg.Add(1)
 		go func() {
