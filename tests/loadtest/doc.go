@@ -90,6 +90,19 @@
 // pilot_proxy_queue_time, pilot_xds_push_time and
 // pilot_proxy_convergence_time (their means over the rounds).
 //
+// With -churn N (and -kube), a pod churn follows the change rounds: N pods
+// behind -churn-services Services, their endpoints in EndpointSlices the
+// tool writes, replaced as a rolling restart replaces pods (the successor
+// added ready and the pod marked terminating in one update, the pod
+// removed in the next; the Services in parallel, -churn-interval between
+// one Service's updates); then the time from the last update until every
+// sidecar holds every Service's final endpoints, the CDS, LDS and RDS
+// resources the sidecars received meanwhile (an endpoint-only change needs
+// none), and the load assignments of a churned Service that arrived empty
+// although it always had ready endpoints (see churn.go).
+//
+//	go run ./tests/loadtest -kube -istiod self,peer -n 1000 -services 1000 -namespaces 20 -churn 100
+//
 // With -storm D, a config storm follows the change rounds: the target
 // VirtualService edited -storm-rate times a second (10 by default) for D,
 // every sidecar connected, then the time from the last edit until every

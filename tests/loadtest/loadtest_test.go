@@ -128,10 +128,13 @@ func BenchmarkConvergence(b *testing.B) {
 // The same scenario from a real API server: the mesh created as objects,
 // the change made twice as patches, each round converged by every sidecar;
 // the sidecars ramp up two at a time, and three of them scan rather than
-// decode what they receive.
+// decode what they receive. Then five pods behind two Services churn: every
+// sidecar gets the final endpoints, never an empty assignment, and only
+// endpoints (no cluster, listener or route is resent).
 func TestLoadKube(t *testing.T) {
 	o := Options{Proxies: 4, Services: 3, Namespaces: 2, DialConcurrency: 4, ValidateSidecars: 1,
-		Timeout: time.Minute, Kube: true, Repeat: 2, MaxSyncing: 2, Istiod: "meshplane=" + binary}
+		Timeout: time.Minute, Kube: true, Repeat: 2, MaxSyncing: 2, Istiod: "meshplane=" + binary,
+		ChurnPods: 5, ChurnServices: 2, ChurnInterval: 20 * time.Millisecond}
 	rs, err := RunAll(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +153,38 @@ func TestLoadKube(t *testing.T) {
 	}
 	if r.IstiodBaselineHeap == 0 || r.IstiodHeap == 0 {
 		t.Errorf("live heap not read: baseline %d, end %d", r.IstiodBaselineHeap, r.IstiodHeap)
+	}
+	c := r.Churn
+	if c == nil {
+		t.Fatal("no churn figures")
+	}
+	// each pod: its successor added beside it terminating, then it removed
+	if c.Updates != 2*5 || c.Converged != 4 || c.EmptyAssignments != 0 || c.NonEDS != 0 || c.Responses == 0 {
+		t.Errorf("churn: %d updates, %d sidecars converged, %d empty assignments, %d non-EDS resources, %d responses",
+			c.Updates, c.Converged, c.EmptyAssignments, c.NonEDS, c.Responses)
+	}
+}
+
+// The churned Services' slices: the pods before the one being replaced
+// are of the new generation, it is terminating beside its successor, the
+// rest are of the old one.
+func TestChurnSlice(t *testing.T) {
+	es := churnSlice(1, 3, 1, 1)
+	var got []string
+	for _, e := range es.Endpoints {
+		got = append(got, fmt.Sprintf("%s ready=%v terminating=%v", e.Addresses[0], *e.Conditions.Ready, *e.Conditions.Terminating))
+	}
+	want := []string{"10.251.1.1 ready=true terminating=false", "10.250.1.2 ready=false terminating=true",
+		"10.251.1.2 ready=true terminating=false", "10.250.1.3 ready=true terminating=false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("slice endpoints %v, want %v", got, want)
+	}
+	if es.Labels["kubernetes.io/service-name"] != "churn-1" || es.Namespace != "ns-0" {
+		t.Errorf("slice labels %v in %s", es.Labels, es.Namespace)
+	}
+	o := Options{ChurnPods: 7, ChurnServices: 3}
+	if n := []int{churnPods(o, 0), churnPods(o, 1), churnPods(o, 2)}; !slices.Equal(n, []int{3, 2, 2}) {
+		t.Errorf("pods per service %v", n)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -29,6 +30,9 @@ func main() {
 	window := flag.Int("window", int(o.Window), "each sidecar's fixed HTTP/2 flow-control window in bytes, per stream and per connection (at least 65536; 0: gRPC's default, which grows with its bandwidth estimate)")
 	flag.DurationVar(&o.StormDuration, "storm", 0, "after the change rounds, a config storm of this length: the VirtualService edited -storm-rate times a second, then the time until every sidecar has the last edit")
 	flag.IntVar(&o.StormRate, "storm-rate", 10, "edits a second during -storm")
+	flag.IntVar(&o.ChurnPods, "churn", 0, "after the change rounds (with -kube), replace this many pods behind -churn-services Services as a rolling restart does, then the time until every sidecar has the final endpoints")
+	flag.IntVar(&o.ChurnServices, "churn-services", 10, "Services the -churn pods are spread over")
+	flag.DurationVar(&o.ChurnInterval, "churn-interval", 100*time.Millisecond, "time between two updates of one Service's endpoints during -churn")
 	quiet := flag.Bool("q", false, "no progress lines")
 	cpuProfile := flag.String("cpuprofile", "", "write the tool's CPU profile to this file")
 	memProfile := flag.String("memprofile", "", "write the tool's heap profile at the end to this file")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,7 @@ const (
 	evChanged                  // the changed route arrived
 	evFailed                   // the stream failed or broke a rule
 	evPartial                  // all subscribed resources arrived, but not the whole mesh
+	evChurned                  // every churned Service's final endpoints arrived (churn.go)
 )
 
 type proxyEvent struct {
@@ -80,6 +82,8 @@ type counters struct {
 	responses atomic.Int64
 	resources [4]atomic.Int64
 	bytes     [4]atomic.Int64
+	// churnEmpty counts churned Services' load assignments sent empty
+	churnEmpty atomic.Int64
 }
 
 var typeIndex = map[string]int{xds.ClusterType: 0, xds.EndpointType: 1, xds.ListenerType: 2, xds.RouteType: 3}
@@ -147,6 +151,10 @@ type proxy struct {
 	versioned bool
 	// window is the fixed flow-control window (Options.Window)
 	window int32
+	// opts are the run's; churning is set while the pods churn
+	opts     *Options
+	churning *atomic.Bool
+	churn    churnState
 	// the route that changes: virtual host and weighted cluster
 	targetVHost, targetCluster string
 
@@ -425,6 +433,11 @@ func (p *proxy) apply(t string, res *discovery.Resource) error {
 	case xds.EndpointType:
 		if _, err := scan(res, claName, 0); err != nil {
 			return err
+		}
+		if p.opts != nil && p.opts.ChurnPods > 0 && strings.Contains(name, churnCluster) {
+			if err := p.observeChurn(name, res); err != nil {
+				return err
+			}
 		}
 		p.eds.answer(name)
 	case xds.ListenerType:

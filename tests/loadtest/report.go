@@ -71,6 +71,10 @@ func (r *Report) Print(w io.Writer) {
 			seconds(st["pilot_xds_push_time"].mean()), st["pilot_xds_push_time"].count,
 			seconds(st["pilot_proxy_convergence_time"].mean()), st["pilot_proxy_convergence_time"].count)
 	}
+	if c := r.Churn; c != nil {
+		fmt.Fprintf(w, "pod churn: %d pods behind %d Services, %d updates in %s; %d/%d sidecars had the final endpoints %s after the last (p50 %s); empty assignments %d; non-EDS resources %d; %d responses; istiod CPU seconds %.2f\n",
+			c.Pods, c.Services, c.Updates, ms(c.Duration), c.Converged, r.Proxies, ms(c.AfterEnd), ms(c.ConvergeP50), c.EmptyAssignments, c.NonEDS, c.Responses, c.IstiodCPU)
+	}
 	if s := r.Storm; s != nil {
 		fmt.Fprintf(w, "config storm: %d edits in %s; %d/%d sidecars had the last %s after it (p50 %s); istiod CPU seconds %.2f, RSS peak %s, at end %s; received %d responses, %s; tool CPU %.2f\n",
 			s.Edits, ms(s.Duration), s.Converged, r.Proxies, ms(s.AfterEnd), ms(s.ConvergeP50), s.IstiodCPU, mib(s.IstiodPeakRSS), mib(s.IstiodRSSAtEnd),
@@ -171,6 +175,21 @@ func PrintComparison(w io.Writer, rs []*Report) {
 		return fmt.Sprintf("%d resp, %s", r.Responses, mib(b))
 	})
 	row("received, change rounds", func(r *Report) string { return fmt.Sprintf("%d resp, %s", r.ChangeResponses, mib(r.ChangeBytes)) })
+	if r0.Churn != nil {
+		churn := func(name string, f func(c *ChurnReport) string) {
+			row(name, func(r *Report) string {
+				if r.Churn == nil {
+					return "-"
+				}
+				return f(r.Churn)
+			})
+		}
+		churn("churn: updates", func(c *ChurnReport) string { return fmt.Sprintf("%d in %s", c.Updates, ms(c.Duration)) })
+		churn("churn: final endpoints, all", func(c *ChurnReport) string { return ms(c.AfterEnd) })
+		churn("churn: empty assignments", func(c *ChurnReport) string { return strconv.FormatInt(c.EmptyAssignments, 10) })
+		churn("churn: non-EDS resources", func(c *ChurnReport) string { return strconv.FormatInt(c.NonEDS, 10) })
+		churn("churn: istiod CPU s", func(c *ChurnReport) string { return fmt.Sprintf("%.2f", c.IstiodCPU) })
+	}
 	if r0.Storm != nil {
 		storm := func(name string, f func(s *StormReport) string) {
 			row(name, func(r *Report) string {

@@ -76,6 +76,13 @@ type Options struct {
 	// the time until every sidecar has the last (storm.go).
 	StormDuration time.Duration
 	StormRate     int
+	// ChurnPods, when positive (Kubernetes mode), adds the pod churn after
+	// the change rounds: that many pods behind ChurnServices Services
+	// (default 10) replaced as a rolling restart replaces them,
+	// ChurnInterval (default 100 ms) between a Service's updates (churn.go).
+	ChurnPods     int
+	ChurnServices int
+	ChurnInterval time.Duration
 }
 
 // DefaultOptions is the scenario of the issue: 1,000 sidecars, 100 services.
@@ -138,13 +145,16 @@ type Report struct {
 	ReadyAfter time.Duration
 	// Storm is the config storm's figures (nil without one)
 	Storm *StormReport
+	// Churn is the pod churn's (nil without one)
+	Churn *ChurnReport
 }
 
 // OK reports a run in which every sidecar got full config and the change,
 // with no wire-rule error.
 func (r *Report) OK() bool {
 	return r.Aborted == "" && len(r.Failures) == 0 && r.WireErrors == 0 &&
-		r.Full == r.Proxies && r.Converged == r.Proxies && (r.Storm == nil || r.Storm.Converged == r.Proxies)
+		r.Full == r.Proxies && r.Converged == r.Proxies && (r.Storm == nil || r.Storm.Converged == r.Proxies) &&
+		(r.Churn == nil || (r.Churn.Converged == r.Proxies && r.Churn.EmptyAssignments == 0))
 }
 
 // world is what the control planes of one run share: the mesh, where it is
@@ -203,6 +213,20 @@ func RunAll(ctx context.Context, o Options) ([]*Report, error) {
 	if o.Repeat > maxRounds {
 		return nil, fmt.Errorf("at most %d repeats", maxRounds)
 	}
+	if o.ChurnPods > 0 {
+		if !o.Kube {
+			return nil, errors.New("the pod churn needs an API server: run with -kube")
+		}
+		if o.ChurnServices < 1 {
+			o.ChurnServices = 10
+		}
+		if o.ChurnInterval <= 0 {
+			o.ChurnInterval = 100 * time.Millisecond
+		}
+		if o.ChurnServices > 250 || o.ChurnPods/o.ChurnServices >= 250 {
+			return nil, errors.New("the pod churn takes at most 250 services of fewer than 250 pods each")
+		}
+	}
 	if o.StormDuration > 0 && o.Repeat >= stormRound {
 		return nil, fmt.Errorf("a storm needs fewer than %d repeats (its last edit has the weights of round %d)", stormRound, stormRound)
 	}
@@ -260,6 +284,11 @@ func RunAll(ctx context.Context, o Options) ([]*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.ChurnPods > 0 {
+			if err := w.km.createChurn(ctx, o); err != nil {
+				return nil, err
+			}
+		}
 		w.src.kubeconfig = env.Kubeconfig
 		logf("kube-apiserver %s up, %d mesh objects created in %v", env.RESTConfig.Host, n, time.Since(t0).Round(time.Millisecond))
 	} else {
@@ -292,6 +321,11 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 	if err := w.change(ctx, 0); err != nil {
 		return nil, err
 	}
+	if o.ChurnPods > 0 {
+		if err := w.km.resetChurn(ctx, o); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -318,7 +352,7 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 	r.IstiodBaselineHeap, _ = d.liveHeap()
 	logf("baseline RSS %s, live heap %s; connecting %d sidecars", mib(r.IstiodBaselineRSS), mib(r.IstiodBaselineHeap), o.Proxies)
 
-	f := &fleet{o: o, d: d, r: r, events: make(chan proxyEvent, (4+o.Repeat)*o.Proxies), count: &counters{},
+	f := &fleet{o: o, d: d, r: r, events: make(chan proxyEvent, (5+o.Repeat)*o.Proxies), count: &counters{},
 		failed: map[int]bool{}, full: map[int]bool{}, versioned: t.flavor == flavorOurs}
 	cpu := newCPUMeter(pid)
 	f.start(ctx, w.m)
@@ -381,6 +415,19 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 	r.ChangeResponses = f.count.responses.Load() - r.Responses
 	for i := range f.count.bytes {
 		r.ChangeBytes += f.count.bytes[i].Load() - r.Bytes[i]
+	}
+	if o.ChurnPods > 0 && r.Full > 0 && r.Aborted == "" {
+		time.Sleep(500 * time.Millisecond) // the last round's ACKs
+		logf("pod churn: %d pods behind %d Services replaced", o.ChurnPods, o.ChurnServices)
+		cr, err := f.churn(ctx, w, cpu)
+		if err != nil {
+			return nil, err
+		}
+		r.Churn = cr
+		logf("churn: %d updates in %v; %d sidecars have the final endpoints %v after the last; %d empty assignments, %d non-EDS resources",
+			cr.Updates, cr.Duration.Round(time.Millisecond), cr.Converged, cr.AfterEnd.Round(time.Millisecond), cr.EmptyAssignments, cr.NonEDS)
+		r.ToolValidateCPU += f.checkBacklogs()
+		cpu.lap()
 	}
 	if o.StormDuration > 0 && r.Full > 0 && r.Aborted == "" {
 		time.Sleep(500 * time.Millisecond) // the last round's ACKs
@@ -464,6 +511,8 @@ type fleet struct {
 	events  chan proxyEvent
 	count   *counters
 	round   atomic.Int32 // the change round under way, read by the sidecars
+	// churning is set once the pod churn's updates begin (churn.go)
+	churning atomic.Bool
 	// versioned: the control plane must version every delta resource
 	versioned bool
 	failed    map[int]bool // sidecars that failed
@@ -492,7 +541,8 @@ func (f *fleet) start(ctx context.Context, m *mesh) {
 	for i := range f.proxies {
 		p := &proxy{id: i, nodeID: m.nodeID(i), meta: m.metadata(i), validate: i%step == 0 && i/step < f.o.ValidateSidecars,
 			targetVHost: m.targetVirtualHost(), targetCluster: m.targetCluster(), events: f.events, count: f.count,
-			round: &f.round, work: decoders, versioned: f.versioned, syncSlots: syncing, window: f.o.Window}
+			round: &f.round, work: decoders, versioned: f.versioned, syncSlots: syncing, window: f.o.Window,
+			opts: &f.o, churning: &f.churning}
 		f.proxies[i] = p
 		f.wg.Add(1)
 		go func() {
