@@ -275,7 +275,11 @@ func PartialEndpointHosts(req *PushRequest) (map[string]struct{}, bool) {
 			return nil, false
 		}
 		for k := range req.ConfigsUpdated {
-			if k.Kind != kind.ServiceEntry && !slices.Contains(kindsNotAffectingEndpoints, k.Kind) {
+			// a WorkloadEntry changes endpoints through the registries,
+			// which name the services it changed (Istio's config handler
+			// leaves WorkloadEntries to its registry, so its requests never
+			// name one)
+			if k.Kind != kind.ServiceEntry && k.Kind != kind.WorkloadEntry && !slices.Contains(kindsNotAffectingEndpoints, k.Kind) {
 				return nil, false
 			}
 		}

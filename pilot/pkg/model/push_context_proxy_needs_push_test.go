@@ -281,3 +281,37 @@ func TestSidecarListenersUnchangedSince(t *testing.T) {
 		t.Error("listeners generated before the tcp routes changed were kept")
 	}
 }
+
+// Which pushes change some services' load assignments only (the others a
+// proxy holds stay as sent), as Istio's EDS decides it.
+func TestPartialEndpointHosts(t *testing.T) {
+	svc := model.ServiceConfigKey("reviews.app.svc.cluster.local", "app")
+	key := func(k kind.Kind) model.ConfigKey { return model.ConfigKey{Kind: k, Name: "x", Namespace: "app"} }
+	for _, c := range []struct {
+		name    string
+		req     *model.PushRequest
+		partial bool
+		hosts   []string
+	}{
+		{"incremental", &model.PushRequest{ConfigsUpdated: model.NewConfigKeys(svc)}, true, []string{"reviews.app.svc.cluster.local"}},
+		{"incremental naming nothing", &model.PushRequest{}, true, nil},
+		{"full, a service", &model.PushRequest{Full: true, ConfigsUpdated: model.NewConfigKeys(svc)}, true, []string{"reviews.app.svc.cluster.local"}},
+		{"full, a service and a VirtualService", &model.PushRequest{Full: true, ConfigsUpdated: model.NewConfigKeys(svc, key(kind.VirtualService))}, true, []string{"reviews.app.svc.cluster.local"}},
+		{"full, a WorkloadEntry and its service", &model.PushRequest{Full: true, ConfigsUpdated: model.NewConfigKeys(svc, key(kind.WorkloadEntry))}, true, []string{"reviews.app.svc.cluster.local"}},
+		{"full, a DestinationRule", &model.PushRequest{Full: true, ConfigsUpdated: model.NewConfigKeys(svc, key(kind.DestinationRule))}, false, nil},
+		{"full, a PeerAuthentication", &model.PushRequest{Full: true, ConfigsUpdated: model.NewConfigKeys(key(kind.PeerAuthentication))}, false, nil},
+		{"full, naming nothing", &model.PushRequest{Full: true}, false, nil},
+		{"forced", &model.PushRequest{Full: true, Forced: true, ConfigsUpdated: model.NewConfigKeys(svc)}, false, nil},
+		{"none", nil, false, nil},
+	} {
+		hosts, partial := model.PartialEndpointHosts(c.req)
+		var got []string
+		for h := range hosts {
+			got = append(got, h)
+		}
+		slices.Sort(got)
+		if partial != c.partial || !slices.Equal(got, c.hosts) {
+			t.Errorf("%s: partial %v, hosts %v; want %v, %v", c.name, partial, got, c.partial, c.hosts)
+		}
+	}
+}
