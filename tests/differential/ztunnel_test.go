@@ -229,7 +229,8 @@ func workloadAPI(ctx context.Context, addr string, p differential.Proxy, ns stri
 	out := map[string]any{}
 	for _, typ := range []string{addressType, authorizationType} {
 		for _, n := range c.State(typ) {
-			if !strings.Contains(n, "/"+ns+"/") && !strings.HasPrefix(n, ns+"/") && !strings.HasPrefix(n, "istio-system/") {
+			if !strings.Contains(n, "/"+ns+"/") && !strings.HasPrefix(n, ns+"/") && !strings.HasPrefix(n, "istio-system/") &&
+				!strings.HasPrefix(n, "NetworkGateway/") { // network gateways' workloads are named by network
 				continue // other cases' leftovers and the harness's probe
 			}
 			b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(c.Resource(typ, n))

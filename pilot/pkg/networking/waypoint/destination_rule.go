@@ -57,7 +57,7 @@ func applyDestinationRule(c *clusterv3.Cluster, svc *model.Service, p *model.Por
 	if dr == nil {
 		return
 	}
-	out := outboundTwin(svc, p, subset, dr, nil, o)
+	out := outboundTwin(svc, p, subset, dr, nil, cluster.EndpointView{}, o)
 	if out == nil {
 		return
 	}
@@ -94,13 +94,18 @@ func hasSubsetPool(spec *networking.DestinationRule, subset string) bool {
 // outboundTwin is the outbound cluster of the same service port, subset
 // and rule (nil when there is none); eps are the endpoints of DNS
 // services (nil: the service is built as client-side load-balanced).
-func outboundTwin(svc *model.Service, p *model.Port, subset string, dr *config.Config, eps []*model.IstioEndpoint, o Options) *clusterv3.Cluster {
+func outboundTwin(svc *model.Service, p *model.Port, subset string, dr *config.Config, eps []*model.IstioEndpoint,
+	view cluster.EndpointView, o Options,
+) *clusterv3.Cluster {
 	one := svc.ShallowCopy()
 	one.Ports = model.PortList{p}
 	opts := cluster.Options{Mesh: o.Mesh, DestinationRule: dr}
 	if eps == nil {
 		one.Resolution = model.ClientSideLB
 	} else {
+		// the inline endpoints as the waypoint sees them: through the
+		// gateways of their network, as a proxy that is not a sidecar
+		opts.View, opts.IPMode, opts.Router = view, o.IPMode, true
 		opts.Endpoints = func(port *model.Port) []*model.IstioEndpoint {
 			var out []*model.IstioEndpoint
 			for _, ep := range eps {
@@ -130,7 +135,7 @@ func isDNS(svc *model.Service) bool {
 // or LOGICAL_DNS, inline endpoints, DNS settings): such endpoints take no
 // HBONE, so they are reached directly.
 func applyDNS(c *clusterv3.Cluster, s Service, p *model.Port, subset string, o Options) {
-	out := outboundTwin(s.Service, p, subset, s.DestinationRule, append([]*model.IstioEndpoint{}, s.Endpoints...), o)
+	out := outboundTwin(s.Service, p, subset, s.DestinationRule, append([]*model.IstioEndpoint{}, s.Endpoints...), s.EndpointView, o)
 	if out == nil {
 		return
 	}

@@ -12,20 +12,25 @@ import (
 )
 
 // LoadAssignment is the assignment of the inbound-vip cluster name of a
-// service port (and subset: the endpoints with subsetLabels): its
-// endpoints grouped by locality; those that take HBONE
-// (hbone says, by network and IP) are addressed to connect_originate with
-// their address as original destination, the others directly.
-func LoadAssignment(name, portName string, subsetLabels map[string]string, eps []*model.IstioEndpoint,
+// service port (and subset), as o selects them (o.PortName, o.SubsetLabels;
+// the waypoint's network, the network gateways, its IP family and network
+// view): its endpoints grouped by locality, those of another network
+// replaced by that network's gateways as Istio's network filter replaces
+// them for waypoints (a waypoint is no sidecar: gateways without an mTLS
+// port count); those that take HBONE (hbone says, by network and IP) are
+// addressed to connect_originate with their address as original
+// destination, the others (gateways included) directly.
+func LoadAssignment(name string, o endpoint.Options, eps []*model.IstioEndpoint,
 	hbone func(network, ip string) bool,
 ) *endpointv3.ClusterLoadAssignment {
+	o.Sidecar = false
 	byAddr := map[string]*model.IstioEndpoint{}
 	for _, ep := range eps {
-		if ep.ServicePortName == portName {
+		if ep.ServicePortName == o.PortName {
 			byAddr[net.JoinHostPort(ep.FirstAddress(), strconv.Itoa(int(ep.EndpointPort)))] = ep
 		}
 	}
-	la := endpoint.Build(name, eps, endpoint.Options{PortName: portName, SubsetLabels: subsetLabels})
+	la := endpoint.Build(name, eps, o)
 	for _, g := range la.Endpoints {
 		for _, lb := range g.LbEndpoints {
 			sa := lb.GetEndpoint().GetAddress().GetSocketAddress()

@@ -10,6 +10,7 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
+	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/security/authn"
 	"github.com/meshplane/istiod/pkg/config"
@@ -28,6 +29,10 @@ type Service struct {
 	// Endpoints are the service's endpoints, for DNS services (whose
 	// clusters hold them inline); nil for the others.
 	Endpoints []*model.IstioEndpoint
+	// EndpointView is what the waypoint sees of Endpoints: its network,
+	// the network gateways, its network view (the zero value: every
+	// endpoint as it is).
+	EndpointView cluster.EndpointView
 	// VirtualServices are the VirtualServices of the service's host in the
 	// waypoint's or the service's namespace, in the push context's order
 	// (oldest first); their HTTP routes are merged.
@@ -74,6 +79,9 @@ type Options struct {
 	// Workloads are the addresses of the workloads that send through the
 	// waypoint (workload addressing: they reach the direct chains).
 	Workloads []netip.Addr
+	// IPMode of the waypoint: the family its DNS clusters resolve and the
+	// gateways it can reach.
+	IPMode model.IPMode
 }
 
 func (o Options) trustDomain() string {

@@ -11,6 +11,8 @@
 //
 //   - waypoints: Gateway (with status addresses, its pods' service
 //     accounts, its class) → waypoint;
+//   - network gateways: Gateway (class istio-remote, network label, status
+//     addresses) → networkGateway, one per address;
 //   - policies: AuthorizationPolicy → workloadPolicy (the L4 policy ztunnel
 //     enforces, its selector; nil Authorization for policies ztunnel
 //     refuses);
@@ -19,7 +21,7 @@
 //     else the oldest; one is canonical);
 //   - workloads, one collection per source: Pod, WorkloadEntry, ServiceEntry
 //     endpoint (or host, for DNS entries without endpoints), EndpointSlice
-//     endpoint naming no pod → Address;
+//     endpoint naming no pod, network gateway → Address;
 //   - authorizations: workloadPolicy, port-level PeerAuthentication, and the
 //     static STRICT policy (present while any PeerAuthentication exists)
 //     → Authorization.
@@ -47,10 +49,16 @@
 //     even when the selector no longer matches.
 //   - The cluster's network is the system namespace's
 //     topology.istio.io/network label (Options.Network when it has none).
+//   - Network gateways (networks.go) are the status addresses of the
+//     cluster's istio-remote Gateways labelled with a network, each a
+//     workload of its own and the network_gateway of the pods,
+//     WorkloadEntries and ServiceEntry endpoints of its network, as with
+//     Istio's AMBIENT_ENABLE_MULTI_NETWORK off (its default).
 //
 // # Not built (yet)
 //
-// Network-gateway workloads (multi-network), canary waypoints
+// Ambient multi-network (AMBIENT_ENABLE_MULTI_NETWORK: remote clusters,
+// their istio-east-west gateways, split-horizon workloads), canary waypoints
 // (weighted_waypoints), ServiceEntry visibility from the mesh config (all
 // PUBLIC), PILOT_AUTO_ALLOW_WAYPOINT_POLICY (off in Istio too), dry-run
 // policies (off in Istio by default), and the WaypointBound status of

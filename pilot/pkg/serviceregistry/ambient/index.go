@@ -123,6 +123,7 @@ type Index struct {
 	nodes   krt.Collection[nodeLocality]
 
 	waypoints      krt.Collection[waypoint]
+	netGateways    krt.Collection[networkGateway]
 	policies       krt.Collection[workloadPolicy]
 	services       krt.Collection[serviceInfo]
 	workloads      []krt.Collection[Address]
@@ -162,6 +163,7 @@ func New(in Inputs, opts Options) *Index {
 	}, x.krtOpts("ambient/node-locality")...)
 
 	x.waypoints = krt.NewCollection(in.KubernetesGateways, x.buildWaypoint, x.krtOpts("ambient/waypoints")...)
+	x.netGateways = x.buildNetworkGateways()
 	x.policies = krt.NewCollection(in.AuthorizationPolicies, x.buildWorkloadPolicy, x.krtOpts("ambient/authz-policies")...)
 	x.services = x.buildServices()
 	x.workloads = x.buildWorkloads()
@@ -173,7 +175,7 @@ func New(in Inputs, opts Options) *Index {
 	x.synced = []krt.Syncer{in.Pods, in.Services, in.Namespaces, in.Nodes, in.EndpointSlices,
 		in.ServiceEntries, in.WorkloadEntries, in.AuthorizationPolicies, in.PeerAuthentications,
 		in.KubernetesGateways, in.GatewayClasses, x.mesh.AsCollection(), x.network.AsCollection(),
-		x.addresses, x.authorizations}
+		x.netGateways, x.addresses, x.authorizations}
 	return x
 }
 

@@ -9,8 +9,8 @@ import (
 )
 
 // buildWorkloads returns the workload collections, one per source: pods,
-// WorkloadEntries, ServiceEntry endpoints, and EndpointSlice endpoints that
-// are not pods. Their keys (uids) never collide.
+// WorkloadEntries, ServiceEntry endpoints, EndpointSlice endpoints that
+// are not pods, and network gateways. Their keys (uids) never collide.
 func (x *Index) buildWorkloads() []krt.Collection[Address] {
 	return []krt.Collection[Address]{
 		krt.NewCollection(x.in.Pods, x.buildPodWorkload, x.krtOpts("ambient/pod-workloads")...),
@@ -20,6 +20,7 @@ func (x *Index) buildWorkloads() []krt.Collection[Address] {
 			x.krtOpts("ambient/serviceentry-workloads")...),
 		krt.NewManyCollection(x.in.EndpointSlices, x.buildEndpointSliceWorkloads,
 			x.krtOpts("ambient/endpointslice-workloads")...),
+		krt.NewCollection(x.netGateways, x.buildGatewayWorkload, x.krtOpts("ambient/network-gateway-workloads")...),
 	}
 }
 
@@ -58,6 +59,7 @@ func (x *Index) buildPodWorkload(ctx krt.HandlerContext, p *corev1.Pod) *Address
 		Name:                  p.Name,
 		Namespace:             p.Namespace,
 		Network:               network,
+		NetworkGateway:        x.networkGatewayAddress(ctx, network),
 		ClusterId:             x.opts.ClusterID,
 		Addresses:             ips,
 		ServiceAccount:        p.Spec.ServiceAccountName,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshplane/istiod/pilot/pkg/model"
 	"github.com/meshplane/istiod/pilot/pkg/networking/cluster"
+	"github.com/meshplane/istiod/pilot/pkg/networking/endpoint"
 	"github.com/meshplane/istiod/pilot/pkg/networking/route"
 	"github.com/meshplane/istiod/pilot/pkg/networking/telemetry"
 	"github.com/meshplane/istiod/pilot/pkg/networking/waypoint"
@@ -119,7 +120,11 @@ func (g *WaypointGenerators) endpoints(proxy *model.Proxy, w *xds.WatchedResourc
 			hbone = g.Source.HBONEAddresses()
 		}
 		eps := g.serviceEndpoints(svc)
-		out = append(out, waypoint.LoadAssignment(name, p.Name, labels, eps, func(network, ip string) bool {
+		// endpoints of other networks go through their network's gateways,
+		// as for any proxy that is not a sidecar
+		o := endpoint.Options{PortName: p.Name, SubsetLabels: labels, Network: proxyNetwork(proxy),
+			Gateways: push.NetworkGateways(), IPMode: proxy.IPMode(), NetworkView: networkView(proxy)}
+		out = append(out, waypoint.LoadAssignment(name, o, eps, func(network, ip string) bool {
 			return hbone[network+"/"+ip]
 		}))
 	}
@@ -162,7 +167,7 @@ func (g *WaypointGenerators) services(push *model.PushContext, proxy *model.Prox
 // build gathers what the translation needs; withChains adds what only
 // listeners use (routes, policies, workloads).
 func (g *WaypointGenerators) build(push *model.PushContext, proxy *model.Proxy, withChains bool) ([]waypoint.Service, waypoint.Options) {
-	o := waypoint.Options{Mesh: push.Mesh, Namespace: proxy.ConfigNamespace}
+	o := waypoint.Options{Mesh: push.Mesh, Namespace: proxy.ConfigNamespace, IPMode: proxy.IPMode()}
 	if proxy.IPMode() == model.IPv6 {
 		o.Bind = "::"
 	}
@@ -173,6 +178,7 @@ func (g *WaypointGenerators) build(push *model.PushContext, proxy *model.Proxy, 
 			s := waypoint.Service{Service: svc, DestinationRule: destinationRule(push, proxy, svc).Rule()}
 			if svc.Resolution == model.DNSLB || svc.Resolution == model.DNSRoundRobinLB {
 				s.Endpoints = g.serviceEndpoints(svc)
+				s.EndpointView = dnsEndpointView(push, proxy, svc)
 			}
 			out = append(out, s)
 		}
@@ -238,17 +244,21 @@ func (g *WaypointGenerators) build(push *model.PushContext, proxy *model.Proxy, 
 // serviceVIPs are the addresses the waypoint matches a service on: its
 // VIPs in the proxy's cluster, else its allocated addresses.
 func serviceVIPs(svc *model.Service, proxy *model.Proxy) []string {
+	// a single-stack waypoint matches the addresses of its family only, as
+	// Istio's GetAllAddressesForProxy filters them
+	mode := proxy.IPMode()
 	var out []string
-	for _, a := range svc.AddressesForProxy(proxy.ClusterID(), model.Dual) {
+	for _, a := range svc.AddressesForProxy(proxy.ClusterID(), mode) {
 		if ip, err := netip.ParseAddr(a); err == nil && !ip.IsUnspecified() {
 			out = append(out, a)
 		}
 	}
 	if len(out) == 0 {
-		for _, a := range []string{svc.AutoAllocatedIPv4Address, svc.AutoAllocatedIPv6Address} {
-			if a != "" {
-				out = append(out, a)
-			}
+		if a := svc.AutoAllocatedIPv4Address; a != "" && mode != model.IPv6 {
+			out = append(out, a)
+		}
+		if a := svc.AutoAllocatedIPv6Address; a != "" && mode != model.IPv4 {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -271,4 +281,20 @@ func waypointVirtualServices(all []*config.Config, waypointNS string, svc *model
 		}
 	}
 	return out
+}
+
+// dnsEndpointView is what a waypoint sees of the inline endpoints of a DNS
+// service's inbound-vip clusters: as Istio builds them (its endpoint
+// builder for a DNS cluster), through the network gateways as they are
+// declared, hostnames unresolved (Envoy resolves the cluster's hosts), for
+// a proxy that is not a sidecar.
+func dnsEndpointView(push *model.PushContext, proxy *model.Proxy, svc *model.Service) cluster.EndpointView {
+	v, _ := cluster.ViewFor(push, proxy, svc)
+	if gws := push.UnresolvedNetworkGateways(); len(gws) > 0 {
+		v.Gateways = model.NewNetworkGateways(gws)
+		v.Network = proxyNetwork(proxy)
+	} else {
+		v.Gateways, v.Network = nil, ""
+	}
+	return v
 }
