@@ -88,10 +88,46 @@ spec:
   - {name: network2, labels: {topology.istio.io/network: network2}}
 `
 
+// mcDNSEntries are two DNS ServiceEntries of the config cluster, with
+// endpoints given by hostname, one without a network and one of
+// network2 (mTLS): dns-local's host is cluster-local (mcMesh's wildcard),
+// dns-global's is not. Their clusters carry the endpoints inline, under
+// EDS's filter: a cluster-local host keeps the endpoints of the proxy's
+// cluster (an entry's are the config cluster's), so a proxy of the
+// remote gets no dns-local cluster at all; with gateways, the network2
+// endpoints are still sent as they are (Istio's DNS clusters read its
+// Unresolved gateways, which hold none here: pilot/pkg/networking/cluster
+// inline.go).
+const mcDNSEntries = `---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: dns-local, namespace: ` + mcNamespace + `}
+spec:
+  hosts: [dns-local.mc-remote-only.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: DNS
+  ports: [{number: 80, name: http, protocol: HTTP}]
+  endpoints:
+  - {address: a.dns-local.example.com}
+  - {address: b.dns-local.example.com, network: network2, labels: {security.istio.io/tlsMode: istio}}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: dns-global, namespace: ` + mcNamespace + `}
+spec:
+  hosts: [dns-global.example.com]
+  location: MESH_INTERNAL
+  resolution: DNS
+  ports: [{number: 80, name: http, protocol: HTTP}]
+  endpoints:
+  - {address: a.dns-global.example.com}
+  - {address: b.dns-global.example.com, network: network2, labels: {security.istio.io/tlsMode: istio}}
+`
+
 // mcPrimary are the primary's objects: the client (whose sidecar is
 // compared), an ingress gateway pod routing to both and remote-only,
 // the primary's pods (on a Node of zone1) of both (version v1), local,
-// headless db and kube-system/mc-dns, and mcRules.
+// headless db and kube-system/mc-dns, mcRules and mcDNSEntries.
 func mcPrimary(mtls bool) string {
 	node := "nodeName: mc-node-1, "
 	return `apiVersion: v1
@@ -107,7 +143,7 @@ metadata: {name: ` + mcNamespace + `}
 		mcPod("db-0", mcNamespace, "db", "10.81.0.5", mtls, "", node) +
 		mcService("db", mcNamespace, "None", mcDB) +
 		mcPod("mc-dns-9d0e1-local", "kube-system", "mc-dns", "10.81.0.4", mtls, "", node) +
-		mcService("mc-dns", "kube-system", "", mcDNS) + mcRules + `---
+		mcService("mc-dns", "kube-system", "", mcDNS) + mcRules + mcDNSEntries + `---
 apiVersion: networking.istio.io/v1
 kind: Gateway
 metadata: {name: ingress, namespace: ` + mcNamespace + `}

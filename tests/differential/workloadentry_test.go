@@ -131,3 +131,50 @@ spec:
   - {name: v2, labels: {version: v2}}
 `
 }
+
+// Two WorkloadEntries on one IP: the VM's proxy serves the Services of
+// the entry its ID names (<name>.<namespace>), not those of the first
+// entry by name, as Istio's GetInstanceForProxy picks it.
+func TestVMAmongEntriesOfOneIP(t *testing.T) {
+	const ns = "wle-one-ip"
+	differential.Shared(t).Run(t, differential.Case{
+		Name: "vm among entries of one ip",
+		Objects: `
+apiVersion: v1
+kind: Namespace
+metadata: {name: ` + ns + `}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ratings, namespace: ` + ns + `}
+spec:
+  selector: {app: ratings}
+  ports: [{name: http, port: 9081, targetPort: 8081}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: ` + ns + `}
+spec:
+  selector: {app: reviews}
+  ports: [{name: http, port: 9080, targetPort: 8080}]
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: a-ratings-vm, namespace: ` + ns + `}
+spec:
+  address: 10.90.42.1
+  labels: {app: ratings}
+  serviceAccount: ratings-vm
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: z-reviews-vm, namespace: ` + ns + `}
+spec:
+  address: 10.90.42.1
+  labels: {app: reviews}
+  serviceAccount: reviews-vm
+`,
+		Proxy: differential.Proxy{Pod: "z-reviews-vm", Namespace: ns, IP: "10.90.42.1", ServiceAccount: "reviews-vm",
+			Labels: map[string]string{"app": "reviews"}, Workload: "z-reviews-vm"},
+	})
+}

@@ -50,6 +50,9 @@ type Case struct {
 	DualStack bool `json:"dualStack,omitempty"`
 	// Protocols are the PILOT_ENABLE_{REDIS,MYSQL}_FILTER switches.
 	Protocols Protocols `json:"protocols,omitzero"`
+	// HashAllocate is PILOT_ENABLE_IP_AUTOALLOCATE=false: ServiceEntries
+	// without addresses get the registry's older hashed ones.
+	HashAllocate bool `json:"hashAllocate,omitempty"`
 }
 
 // Protocols are the protocol filter switches of a case.
@@ -74,6 +77,9 @@ func (c Case) Env() []string {
 		if e.on {
 			env = append(env, e.name+"=true")
 		}
+	}
+	if c.HashAllocate {
+		env = append(env, "PILOT_ENABLE_IP_AUTOALLOCATE=false")
 	}
 	return env
 }

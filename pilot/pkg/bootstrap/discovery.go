@@ -51,6 +51,7 @@ func (s *Server) initDiscovery() {
 		DomainSuffix:            s.args.Domain,
 		EndpointIndex:           s.services.index,
 		ScopeGatewayToNamespace: s.args.ScopeGatewayToNamespace,
+		HashAllocatedAddresses:  !s.args.IPAllocate.Enabled,
 		MeshNetworks:            s.meshNetworks,
 		NetworkGateways:         s.services.aggregate,
 		GatewayResolver:         gatewayResolver,

@@ -99,9 +99,11 @@ func (s *Server) initServiceControllers() error {
 		ClusterID:   s.args.ClusterID,
 		TrustDomain: trustDomain,
 		XDSUpdater:  updater,
-		Problems:    s.problems,
-		Krt:         s.krtDebug,
-		Stop:        s.internalStop,
+		// PILOT_ENABLE_IP_AUTOALLOCATE=false: Istio's older hashed addresses
+		HashAllocate: !s.args.IPAllocate.Enabled,
+		Problems:     s.problems,
+		Krt:          s.krtDebug,
+		Stop:         s.internalStop,
 	}
 	if sc.kube != nil {
 		seOpts.Workloads = sc.kube.Workloads()

@@ -30,6 +30,11 @@ type EnvironmentOptions struct {
 	// ScopeGatewayToNamespace restricts the Gateways a gateway proxy sees to
 	// its own namespace (PILOT_SCOPE_GATEWAY_TO_NAMESPACE).
 	ScopeGatewayToNamespace bool
+	// HashAllocatedAddresses is PILOT_ENABLE_IP_AUTOALLOCATE=false: the
+	// addresses of ServiceEntries without one are the registry's older
+	// hashed ones, which a proxy that captures DNS uses only when it asks
+	// for them (DNS_AUTO_ALLOCATE), as in Istio.
+	HashAllocatedAddresses bool
 	// MeshNetworks returns the current meshNetworks (nil: none); its
 	// gateways given by address are network gateways.
 	MeshNetworks func() *meshconfig.MeshNetworks

@@ -168,3 +168,43 @@ func lookupIPs(ctx context.Context, name string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// NewGatewayResolver returns the GatewayResolver of istiod for
+// RESOLVE_HOSTNAME_GATEWAYS: with resolve (Istio's default) a
+// DNSGatewayResolver over opts; without, as in Istio, no name is resolved
+// in the control plane: a gateway given by hostname is left out of the
+// gateways EDS uses (it stays among the unresolved ones of
+// /debug/pushcontext), with Istio's warning once per name. Nothing is
+// handed to the proxies in its place: EDS endpoints need an IP.
+func NewGatewayResolver(resolve bool, opts DNSGatewayResolverOptions) GatewayResolver {
+	if resolve {
+		return NewDNSGatewayResolver(opts)
+	}
+	return &noGatewayResolver{warned: map[string]bool{}}
+}
+
+// noGatewayResolver resolves nothing (RESOLVE_HOSTNAME_GATEWAYS=false).
+type noGatewayResolver struct {
+	mu sync.Mutex
+	// warned are the names in use already warned about
+	warned map[string]bool
+}
+
+// Resolve implements GatewayResolver: no name has an address.
+func (r *noGatewayResolver) Resolve(names []string) map[string][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name := range r.warned {
+		if !slices.Contains(names, name) {
+			delete(r.warned, name)
+		}
+	}
+	for _, name := range names {
+		if !r.warned[name] {
+			r.warned[name] = true
+			gatewayLog.Warnf("Failed parsing gateway address %s from Service Registry. "+
+				"Set RESOLVE_HOSTNAME_GATEWAYS on istiod to enable resolving hostnames in the control plane.", name)
+		}
+	}
+	return nil
+}

@@ -86,6 +86,10 @@ type NodeMetadata struct {
 	Network          string            `json:"NETWORK,omitempty"`
 	MeshID           string            `json:"MESH_ID,omitempty"`
 	DNSCapture       string            `json:"DNS_CAPTURE,omitempty"`
+	// DNSAutoAllocate is DNS_AUTO_ALLOCATE: with the older hashed
+	// addresses (PILOT_ENABLE_IP_AUTOALLOCATE=false), a proxy that
+	// captures DNS uses them only when this is true.
+	DNSAutoAllocate string `json:"DNS_AUTO_ALLOCATE,omitempty"`
 	PodPorts         string            `json:"POD_PORTS,omitempty"`
 	IstioProxySHA    string            `json:"ISTIO_PROXY_SHA,omitempty"`
 	ProxyConfig      json.RawMessage   `json:"PROXY_CONFIG,omitempty"`

@@ -272,3 +272,23 @@ func (p *PushContext) Summary() Summary {
 		Sidecars:               p.sidecars.count,
 	}
 }
+
+// UsesAllocatedAddresses tells whether a proxy listens on, and routes by,
+// the addresses allocated to ServiceEntries that declare none: a proxy that
+// captures DNS, and a waypoint; with the older hashed addresses
+// (HashAllocatedAddresses) only when it asks for them (DNS_AUTO_ALLOCATE),
+// as Istio's nodeUsesAutoallocatedIPs has it.
+func (pc *PushContext) UsesAllocatedAddresses(proxy *Proxy) bool {
+	if proxy == nil {
+		return false
+	}
+	var capture, auto bool
+	if proxy.Metadata != nil {
+		capture, _ = strconv.ParseBool(proxy.Metadata.DNSCapture)
+		auto, _ = strconv.ParseBool(proxy.Metadata.DNSAutoAllocate)
+	}
+	if !capture && proxy.Type != Waypoint {
+		return false
+	}
+	return auto || pc.env == nil || !pc.env.opts.HashAllocatedAddresses
+}

@@ -301,6 +301,10 @@ type ServiceTarget struct {
 // ProxyQuery describes a proxy to find its workload: what the proxy knows of
 // itself (its IPs, and its labels and namespace from node metadata).
 type ProxyQuery struct {
+	// ID is the proxy's ID ("<name>.<namespace>" for a sidecar injected in
+	// a pod): among several WorkloadEntries with its IP, the one so named
+	// is its workload, as in Istio.
+	ID          string
 	IPAddresses []string
 	Labels      map[string]string
 	Namespace   string

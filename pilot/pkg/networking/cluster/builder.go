@@ -63,6 +63,9 @@ type Options struct {
 	// an SDS server of its own for sds:// credentials, and for the
 	// certificate files of SIMPLE and MUTUAL rules (sds-files-grpc).
 	CredentialSocket, FileCredentialSocket bool
+	// View is what the proxy sees of the endpoints DNS clusters carry
+	// (ViewFor; the zero value: every endpoint as it is).
+	View EndpointView
 
 	// sniDNAT: the clusters are BuildSNIDNAT's, which get no TLS.
 	sniDNAT bool
@@ -111,10 +114,18 @@ func BuildOutbound(svc *model.Service, opts Options) []*clusterv3.Cluster {
 		if port.Protocol == protocol.UDP {
 			continue
 		}
-		out = append(out, buildOne(svc, port, "", nil, MergeTrafficPolicy(dr.GetTrafficPolicy(), nil, port.Port), opts))
+		// a DNS cluster the proxy sees no endpoint of is not built, nor
+		// are its subsets (inline.go)
+		def := buildOne(svc, port, "", nil, MergeTrafficPolicy(dr.GetTrafficPolicy(), nil, port.Port), opts)
+		if def == nil {
+			continue
+		}
+		out = append(out, def)
 		for _, ss := range dr.GetSubsets() {
 			pol := MergeTrafficPolicy(dr.GetTrafficPolicy(), ss.TrafficPolicy, port.Port)
-			out = append(out, buildOne(svc, port, ss.Name, ss.GetLabels(), pol, opts))
+			if c := buildOne(svc, port, ss.Name, ss.GetLabels(), pol, opts); c != nil {
+				out = append(out, c)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -147,6 +158,8 @@ func meshConnectTimeout(m *meshconfig.MeshConfig) *durationpb.Duration {
 	return durationpb.New(10 * time.Second)
 }
 
+// buildOne builds one cluster; nil for a DNS cluster whose endpoints the
+// proxy sees none of.
 func buildOne(svc *model.Service, port *model.Port, subset string, subsetLabels map[string]string, pol *networking.TrafficPolicy, opts Options) *clusterv3.Cluster {
 	pol = withMeshDefaults(opts.Mesh, pol)
 	name := SubsetKey(Outbound, subset, svc.Hostname, port.Port)
@@ -162,7 +175,11 @@ func buildOne(svc *model.Service, port *model.Port, subset string, subsetLabels 
 			t = clusterv3.Cluster_LOGICAL_DNS
 		}
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: t}
-		c.LoadAssignment = inlineEndpoints(name, svc, port, subsetLabels, opts)
+		la, ok := inlineEndpoints(name, svc, port, subsetLabels, opts)
+		if !ok {
+			return nil
+		}
+		c.LoadAssignment = la
 		c.DnsRefreshRate = opts.Mesh.GetDnsRefreshRate()
 		if c.DnsRefreshRate == nil {
 			c.DnsRefreshRate = durationpb.New(60 * time.Second)
@@ -230,8 +247,9 @@ func adsConfigSource() *core.ConfigSource {
 
 // inlineEndpoints lists DNS endpoints in the cluster (DNS clusters carry
 // their hosts; Envoy resolves them); a subset's cluster only those with
-// the subset's labels, as Istio's buildSubsetCluster.
-func inlineEndpoints(name string, svc *model.Service, port *model.Port, subsetLabels map[string]string, opts Options) *endpointv3.ClusterLoadAssignment {
+// the subset's labels, as Istio's buildSubsetCluster; under the proxy's
+// view (inline.go): false when it sees none of them.
+func inlineEndpoints(name string, svc *model.Service, port *model.Port, subsetLabels map[string]string, opts Options) (*endpointv3.ClusterLoadAssignment, bool) {
 	var eps []*model.IstioEndpoint
 	if opts.Endpoints != nil {
 		eps = opts.Endpoints(port)
@@ -244,17 +262,20 @@ func inlineEndpoints(name string, svc *model.Service, port *model.Port, subsetLa
 			}
 		}
 		if len(in) == 0 {
-			return endpoint.Build(name, nil, endpoint.Options{})
+			return endpoint.Build(name, nil, endpoint.Options{}), true
 		}
 		eps = in
 	}
-	la := endpoint.Build(name, eps, endpoint.Options{})
+	la, ok := buildInline(name, eps, opts)
+	if !ok {
+		return nil, false
+	}
 	if len(la.Endpoints) == 0 && svc.Resolution == model.DNSLB {
 		// a DNS ServiceEntry without endpoints resolves its host
 		la = endpoint.Build(name, []*model.IstioEndpoint{{Addresses: []string{svc.Hostname}, EndpointPort: uint32(port.Port),
 			Namespace: svc.Attributes.Namespace}}, endpoint.Options{})
 	}
-	return la
+	return la, true
 }
 
 // labelsMatch: have holds every label of want.

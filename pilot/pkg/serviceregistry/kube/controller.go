@@ -48,6 +48,10 @@ type Options struct {
 	// configuration from: only there do Gateways of class istio-remote
 	// count as network gateways.
 	ConfigCluster bool
+	// NoGatewayAPINetworks is PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API=false:
+	// Gateway API Gateways are not read, so none is a network gateway
+	// (network_gatewayapi.go).
+	NoGatewayAPINetworks bool
 	// MeshNetworks is the meshNetworks at construction (nil: none); change
 	// it later with SetMeshNetworks.
 	MeshNetworks *meshconfig.MeshNetworks

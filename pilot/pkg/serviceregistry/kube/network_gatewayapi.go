@@ -17,7 +17,10 @@ import (
 
 // This file finds network gateways in Gateway API Gateways of the cluster,
 // as Istio's kube registry does for sidecars and gateways
-// (PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API, on by default):
+// (PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API, on by default; off
+// (Options.NoGatewayAPINetworks), as in Istio, no Gateway is read at all:
+// neither the Gateway informer nor the CRD watch that delays it is
+// started, and a labelled Gateway is no network gateway):
 //
 //   - a Gateway labelled topology.istio.io/network is a gateway of that
 //     network, running as the service account its
@@ -146,7 +149,11 @@ func compactGateways(gws []model.NetworkGateway) []model.NetworkGateway {
 // gatewayAPIInput is the cluster's Gateways, read once the Gateway CRD is
 // established (Istio's delayed informer): until then, and for good in a
 // cluster without Gateway API, it is empty and synced.
+// Nil when opts.NoGatewayAPINetworks.
 func gatewayAPIInput(client kube.Client, opts Options) krt.Collection[*gatewayv1.Gateway] {
+	if opts.NoGatewayAPINetworks {
+		return nil
+	}
 	kopts := []krt.CollectionOption{krt.WithName("kube-registry/informer/Gateways"), krt.Unsynced()}
 	if opts.Krt != nil {
 		kopts = append(kopts, krt.WithDebugging(opts.Krt))
@@ -265,10 +272,11 @@ func crdServes(crd *apiextv1.CustomResourceDefinition, version string) bool {
 }
 
 // networkGatewayCollection is every network gateway of the cluster: those
-// of Services and those of Gateways (keyed apart).
+// of Services and those of Gateways (keyed apart; none of Gateways with
+// NoGatewayAPINetworks, even when Inputs hold some).
 func (c *Controller) networkGatewayCollection(in Inputs) krt.Collection[serviceGateways] {
 	fromServices := krt.NewCollection(c.services, c.buildGateways, c.krtOpts("kube-registry/network-gateways/services")...)
-	if in.Gateways == nil {
+	if in.Gateways == nil || c.opts.NoGatewayAPINetworks {
 		return fromServices
 	}
 	fromGateways := krt.NewCollection(in.Gateways, c.buildResourceGateways, c.krtOpts("kube-registry/network-gateways/gateways")...)

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -227,26 +228,18 @@ func (c *Controller) serviceEntryPushes(events []krt.Event[serviceInfo]) []strin
 }
 
 // proxyEntryTargets are the service targets of the entry with the proxy's
-// first IP (in the proxy's namespace when several have it, else the
-// first by namespace/name), as Istio looks up a WorkloadEntry before
+// first IP (entryForProxy), as Istio looks up a WorkloadEntry before
 // pods; nil when there is none. UDP ports are left out.
 func (c *Controller) proxyEntryTargets(q *model.ProxyQuery) ([]model.ServiceTarget, bool) {
 	src := c.entrySource()
 	if src == nil || len(q.IPAddresses) == 0 {
 		return nil, false
 	}
-	found := src.byIP.Lookup(q.IPAddresses[0])
-	if len(found) == 0 {
+	found := entryForProxy(src.byIP.Lookup(q.IPAddresses[0]), q)
+	if found == nil {
 		return nil, false
 	}
-	sort.Slice(found, func(i, j int) bool { return found[i].ResourceName() < found[j].ResourceName() })
-	w := found[0]
-	for _, f := range found {
-		if f.Namespace == q.Namespace {
-			w = f
-			break
-		}
-	}
+	w := *found
 	out := []model.ServiceTarget{}
 	for _, s := range c.servicesByNS.Lookup(w.Namespace) {
 		if !selectsEntry(s, w) {
@@ -263,4 +256,32 @@ func (c *Controller) proxyEntryTargets(q *model.ProxyQuery) ([]model.ServiceTarg
 		}
 	}
 	return out, true
+}
+
+// entryForProxy picks the proxy's entry among those with its IP, as
+// Istio's GetInstanceForProxy: the only one; else, in namespace/name order,
+// the one its ID names ("<name>.<namespace>", the namespace being the
+// proxy's); else the first of the proxy's namespace; else the first. Nil
+// when there is none.
+func entryForProxy(found []model.WorkloadInstance, q *model.ProxyQuery) *model.WorkloadInstance {
+	if len(found) == 0 {
+		return nil
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].ResourceName() < found[j].ResourceName() })
+	if len(found) == 1 {
+		return &found[0]
+	}
+	if parts := strings.Split(q.ID, "."); len(parts) == 2 && parts[1] == q.Namespace {
+		for i := range found {
+			if found[i].Name == parts[0] && found[i].Namespace == parts[1] {
+				return &found[i]
+			}
+		}
+	}
+	for i := range found {
+		if found[i].Namespace == q.Namespace {
+			return &found[i]
+		}
+	}
+	return &found[0]
 }

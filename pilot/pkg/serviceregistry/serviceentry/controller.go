@@ -33,6 +33,11 @@ type Options struct {
 	NetworkFor func(ip string, labels map[string]string) string
 	// XDSUpdater receives every change (required).
 	XDSUpdater model.XDSUpdater
+	// HashAllocate is PILOT_ENABLE_IP_AUTOALLOCATE=false: services
+	// without an address get one from their key (hashalloc.go), Istio's
+	// scheme without its allocator; with the allocator they get the
+	// addresses it wrote into the entries' status.
+	HashAllocate bool
 	// Workloads are the pods a workloadSelector may select (the Kubernetes
 	// registry's Workloads); nil without a cluster.
 	Workloads krt.Collection[model.WorkloadInstance]
@@ -192,6 +197,9 @@ func (c *Controller) Services() []*model.Service {
 	out := make([]*model.Service, len(order))
 	for i, k := range order {
 		out[i] = winners[k]
+	}
+	if c.opts.HashAllocate {
+		return hashAllocate(out)
 	}
 	return out
 }

@@ -4,7 +4,9 @@ import "github.com/meshplane/istiod/pilot/pkg/model"
 
 // GetProxyServiceTargets returns the ServiceEntry services that have an
 // endpoint at one of the proxy's IPs, one target per service port, with the
-// endpoint's port as target port.
+// endpoint's port as target port. Only the services of the proxy's
+// namespace count when it names one, as in Istio (a namespace cannot put
+// its services on the workloads of another).
 func (c *Controller) GetProxyServiceTargets(q *model.ProxyQuery) []model.ServiceTarget {
 	if q == nil || (q.ClusterID != "" && q.ClusterID != c.opts.ClusterID) {
 		return nil
@@ -14,6 +16,9 @@ func (c *Controller) GetProxyServiceTargets(q *model.ProxyQuery) []model.Service
 	for _, ip := range q.IPAddresses {
 		for _, info := range c.byAddress.Lookup(ip) {
 			for _, svc := range info.services {
+				if q.Namespace != "" && svc.Attributes.Namespace != q.Namespace {
+					continue
+				}
 				for _, ep := range info.endpoints[svc.Hostname] {
 					if ep.FirstAddress() != ip {
 						continue

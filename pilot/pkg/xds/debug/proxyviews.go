@@ -112,7 +112,7 @@ func (d *Debug) instancesz(w http.ResponseWriter, r *http.Request) {
 		p := c.Proxy
 		var targets []model.ServiceTarget
 		if sd != nil {
-			q := &model.ProxyQuery{IPAddresses: p.IPAddresses, Labels: p.Labels, Namespace: p.ConfigNamespace}
+			q := &model.ProxyQuery{ID: p.ID, IPAddresses: p.IPAddresses, Labels: p.Labels, Namespace: p.ConfigNamespace}
 			if p.Metadata != nil {
 				q.ClusterID = p.Metadata.ClusterID
 			}

@@ -50,6 +50,8 @@ type goldenCase struct {
 	protocols listener.ProtocolFilters
 	// dualStack turns on ISTIO_DUAL_STACK
 	dualStack bool
+	// hashAllocate is PILOT_ENABLE_IP_AUTOALLOCATE=false
+	hashAllocate bool
 }
 
 // casesFile is the table of the golden cases.
@@ -67,7 +69,7 @@ func loadGoldenCases() []goldenCase {
 	var out []goldenCase
 	for _, c := range table {
 		gc := goldenCase{name: c.Name, group: c.Group, nodeID: c.NodeID, ns: c.Namespace, routes: c.Routes, meta: c.Meta,
-			sidecarIngressTLS: c.SidecarIngressTLS, dualStack: c.DualStack,
+			sidecarIngressTLS: c.SidecarIngressTLS, dualStack: c.DualStack, hashAllocate: c.HashAllocate,
 			protocols: listener.ProtocolFilters{Redis: c.Protocols.Redis, MySQL: c.Protocols.MySQL}}
 		if c.Labels != nil {
 			gc.labels = map[string]any{}
@@ -124,6 +126,13 @@ func serveFile(t *testing.T, path string, meshMod func(*meshconfig.MeshConfig), 
 // and returns the environment generators read.
 func envFromFile(t *testing.T, path string, meshMod func(*meshconfig.MeshConfig)) (*model.Environment, *model.EndpointIndex, model.ServiceDiscovery) {
 	t.Helper()
+	return envFromFileWith(t, path, meshMod, false)
+}
+
+// envFromFileWith is envFromFile, with PILOT_ENABLE_IP_AUTOALLOCATE=false
+// when hashAllocate (the registry's hashed addresses).
+func envFromFileWith(t *testing.T, path string, meshMod func(*meshconfig.MeshConfig), hashAllocate bool) (*model.Environment, *model.EndpointIndex, model.ServiceDiscovery) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +151,8 @@ func envFromFile(t *testing.T, path string, meshMod func(*meshconfig.MeshConfig)
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	idx := model.NewEndpointIndex()
-	se := serviceentry.NewController(store, serviceentry.Options{XDSUpdater: model.NewEndpointIndexUpdater(idx, model.NewRecordingXDSUpdater(100)), Stop: stop})
+	se := serviceentry.NewController(store, serviceentry.Options{XDSUpdater: model.NewEndpointIndexUpdater(idx, model.NewRecordingXDSUpdater(100)), Stop: stop,
+		HashAllocate: hashAllocate})
 	agg := aggregate.New(se)
 	deadline := time.Now().Add(10 * time.Second)
 	for !agg.HasSynced() {
@@ -156,7 +166,7 @@ func envFromFile(t *testing.T, path string, meshMod func(*meshconfig.MeshConfig)
 		meshMod(m)
 	}
 	env := model.NewEnvironment(model.EnvironmentOptions{ConfigStore: store, ServiceDiscovery: agg, EndpointIndex: idx,
-		Mesh: func() *meshconfig.MeshConfig { return m }})
+		Mesh: func() *meshconfig.MeshConfig { return m }, HashAllocatedAddresses: hashAllocate})
 	return env, idx, agg
 }
 
@@ -221,7 +231,7 @@ func TestGoldens(t *testing.T) {
 	var files golden.Files
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
-			env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
+			env, idx, disc := envFromFileWith(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh, gc.hashAllocate)
 			c := dialCase(t, gc, env, idx, disc)
 			watch := func(typeURL string, names ...string) {
 				if err := c.Watch(typeURL, names...); err != nil {

@@ -28,7 +28,7 @@ import (
 func (g *SidecarGenerators) mergedGateway(push *model.PushContext, proxy *model.Proxy) *gateway.Merged {
 	var targets []model.ServiceTarget
 	if g.Discovery != nil {
-		targets = g.Discovery.GetProxyServiceTargets(&model.ProxyQuery{IPAddresses: proxy.IPAddresses,
+		targets = g.Discovery.GetProxyServiceTargets(&model.ProxyQuery{ID: proxy.ID, IPAddresses: proxy.IPAddresses,
 			Labels: proxy.Labels, Namespace: proxy.ConfigNamespace})
 	}
 	m := gateway.Merge(gateway.Select(push.GatewaysInScope(proxy), proxy, targets), proxy)
@@ -57,18 +57,19 @@ func (g *SidecarGenerators) routerClusters(proxy *model.Proxy, push *model.PushC
 		// IPv6-only gateway, ALL for a dual-stack one under ISTIO_DUAL_STACK)
 		// The endpoint version keys what the clusters read of the
 		// endpoints (auto mTLS, service accounts), as for sidecars.
-		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: "router|" + svc.Key() + "|" + mode.String() + sdsSocketsKey(proxy), patches: ps.Key()}
+		view, viewKey := cluster.ViewFor(push, proxy, svc)
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: "router|" + svc.Key() + "|" + mode.String() + sdsSocketsKey(proxy) + viewKey, patches: ps.Key()}
 		version := g.endpointsVersion(svc)
 		res.Append(g.cache.get(&g.slots, push, key, version, func() xds.Generated { return g.outboundClusters(push, proxy, svc, dr, ps) }))
 		// every service of the scope once any server is AUTO_PASSTHROUGH
 		// (Istio's buildOutboundSniDnatClusters)
 		if len(auto) > 0 {
-			key.name = "sni-dnat|" + svc.Key() + "|" + mode.String()
+			key.name = "sni-dnat|" + svc.Key() + "|" + mode.String() + viewKey
 			res.Append(g.cache.get(&g.slots, push, key, version, func() xds.Generated {
 				opts := cluster.Options{Mesh: push.Mesh, DestinationRule: dr.Rule(), Endpoints: func(p *model.Port) []*model.IstioEndpoint {
 					eps, _ := g.orderedEndpoints(svc)
 					return portEndpoints(eps, p)
-				}, IPMode: mode, DualStack: g.DualStack, IPv4ForIPv6: g.IPv4OutboundForIPv6, RedisMaglev: g.ProtocolFilters.Redis}
+				}, IPMode: mode, DualStack: g.DualStack, IPv4ForIPv6: g.IPv4OutboundForIPv6, RedisMaglev: g.ProtocolFilters.Redis, View: view}
 				cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildSNIDNAT(svc, opts))
 				return toResources(g.enc, xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
 			}))

@@ -99,7 +99,7 @@ func TestAssembledRoutesMatchFullBuilds(t *testing.T) {
 	var assembled int64
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
-			env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
+			env, idx, disc := envFromFileWith(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh, gc.hashAllocate)
 			md := map[string]any{"NAMESPACE": gc.ns}
 			if gc.labels != nil {
 				md["LABELS"] = gc.labels

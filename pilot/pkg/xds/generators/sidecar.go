@@ -140,7 +140,7 @@ func (g *SidecarGenerators) proxyTargets(proxy *model.Proxy) []listener.InboundT
 	if g.Discovery == nil {
 		return nil
 	}
-	q := &model.ProxyQuery{IPAddresses: proxy.IPAddresses, Labels: proxy.Labels, Namespace: proxy.ConfigNamespace}
+	q := &model.ProxyQuery{ID: proxy.ID, IPAddresses: proxy.IPAddresses, Labels: proxy.Labels, Namespace: proxy.ConfigNamespace}
 	byPort := map[int]*listener.InboundTarget{}
 	for _, t := range g.Discovery.GetProxyServiceTargets(q) {
 		port := int(t.Port.TargetPort)
@@ -183,7 +183,10 @@ func (g *SidecarGenerators) clusters(proxy *model.Proxy, _ *xds.WatchedResource,
 		// service's endpoints (auto mTLS, service accounts) only through
 		// the endpoint index version
 		dr := destinationRule(push, proxy, svc)
-		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key() + "|" + proxy.IPMode().String() + sdsSocketsKey(proxy), patches: ps.Key()}
+		// DNS clusters carry endpoints, which depend on the proxy's
+		// cluster (cluster-local hosts) and network view (cluster.ViewFor)
+		_, viewKey := cluster.ViewFor(push, proxy, svc)
+		key := cacheKey{typeURL: xds.ClusterType, rule: dr, name: svc.Key() + "|" + proxy.IPMode().String() + sdsSocketsKey(proxy) + viewKey, patches: ps.Key()}
 		res.Append(g.clusterCache.getCarried(&g.slots, push, key, g.endpointsVersion(svc), carryClusters, func() xds.Generated {
 			return g.outboundClusters(push, proxy, svc, dr, ps)
 		}))
@@ -306,6 +309,7 @@ func (g *SidecarGenerators) outboundClusters(push *model.PushContext, proxy *mod
 			eps, _ := g.orderedEndpoints(svc)
 			return portEndpoints(eps, p)
 		}}
+	opts.View, _ = cluster.ViewFor(push, proxy, svc)
 	opts.CredentialSocket, opts.FileCredentialSocket = sdsSockets(proxy)
 	cs := g.patchClusters(push, proxy, ps, envoyfilter.PatchContext{SkipAdds: true}, cluster.BuildOutbound(svc, opts))
 	return toResources(g.enc, xds.ClusterType, cs, func(c *clusterCfg) string { return c.Name })
@@ -374,7 +378,7 @@ func (g *SidecarGenerators) listeners(proxy *model.Proxy, _ *xds.WatchedResource
 	// the addresses of services' listeners follow the proxy's cluster and
 	// IP mode; the server names of TLS ports its DNS domain
 	clusterID, ipMode := proxy.ClusterID(), proxy.IPMode()
-	autoAllocated := takesAllocatedAddresses(proxy)
+	autoAllocated := push.UsesAllocatedAddresses(proxy)
 	opts.Addresses = func(svc *model.Service) []string { return svc.ProxyAddresses(clusterID, ipMode, autoAllocated) }
 	opts.DNSDomain = proxy.DNSDomain
 	idle := proxyIdleTimeout(proxy)
@@ -512,7 +516,7 @@ func (g *SidecarGenerators) routes(proxy *model.Proxy, w *xds.WatchedResource, r
 	// what picks the service addresses among its domains (cluster, IP
 	// mode, DNS capture): sidecars that agree on those share one copy
 	scope := g.routeScope(push, proxy)
-	addressing := "|" + proxy.ClusterID() + "|" + strconv.Itoa(int(proxy.IPMode())) + "|" + strconv.FormatBool(takesAllocatedAddresses(proxy))
+	addressing := "|" + proxy.ClusterID() + "|" + strconv.Itoa(int(proxy.IPMode())) + "|" + strconv.FormatBool(push.UsesAllocatedAddresses(proxy))
 	var byPort map[int][]route.ServiceRoutes
 	var out xds.Generated
 	for _, n := range names {
@@ -568,21 +572,9 @@ func sidecarRouteOptions(push *model.PushContext, proxy *model.Proxy) route.Opti
 		AllowAnyDynamicDNS: allowAnyDynamicDNS(push, proxy),
 		ProxyLabels:        proxy.Labels, Gateway: "mesh",
 		LookupService: func(h string) *model.Service { return push.ServiceForHostname(proxy, h) },
-		ClusterID:     proxy.ClusterID(), IPMode: proxy.IPMode(), AutoAllocated: takesAllocatedAddresses(proxy)}
+		ClusterID:     proxy.ClusterID(), IPMode: proxy.IPMode(), AutoAllocated: push.UsesAllocatedAddresses(proxy)}
 	withHashes(&opts, push, proxy)
 	return opts
-}
-
-// takesAllocatedAddresses tells a proxy that captures DNS: it listens on,
-// and routes by, the addresses allocated to ServiceEntries that have none
-// (Istio's nodeUsesAutoallocatedIPs, with PILOT_ENABLE_IP_AUTOALLOCATE on:
-// the allocator writes them).
-func takesAllocatedAddresses(proxy *model.Proxy) bool {
-	if proxy.Metadata == nil {
-		return false
-	}
-	b, _ := strconv.ParseBool(proxy.Metadata.DNSCapture)
-	return b
 }
 
 // routesByPort pairs the HTTP and sniffed (no declared protocol) services

@@ -53,7 +53,7 @@ func connectCase(t *testing.T, name string) *adsc.Client {
 func connectCaseServer(t *testing.T, name string) (*adsc.Client, *xdstest.Server) {
 	t.Helper()
 	gc := findCase(t, name)
-	env, idx, disc := envFromFile(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh)
+	env, idx, disc := envFromFileWith(t, filepath.Join("testdata", gc.name+".yaml"), gc.mesh, gc.hashAllocate)
 	c, s := dialCaseServer(t, gc, env, idx, disc)
 	watches := []xdstest.Watch{{Type: xds.ClusterType}, {Type: xds.ListenerType}}
 	if len(gc.routes) > 0 {

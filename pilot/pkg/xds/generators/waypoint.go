@@ -223,7 +223,7 @@ func (g *WaypointGenerators) build(push *model.PushContext, proxy *model.Proxy, 
 		out = append(out, waypoint.Service{
 			Service:         svc,
 			DestinationRule: destinationRule(push, proxy, svc).Rule(),
-			VIPs:            serviceVIPs(svc, proxy),
+			VIPs:            serviceVIPs(svc, proxy, push.UsesAllocatedAddresses(proxy)),
 			VirtualServices: waypointVirtualServices(sc.VirtualServices(), proxy.ConfigNamespace, svc),
 			HTTPPolicy:      httpPolicy,
 			TCPPolicy:       tcpPolicy,
@@ -242,8 +242,9 @@ func (g *WaypointGenerators) build(push *model.PushContext, proxy *model.Proxy, 
 }
 
 // serviceVIPs are the addresses the waypoint matches a service on: its
-// VIPs in the proxy's cluster, else its allocated addresses.
-func serviceVIPs(svc *model.Service, proxy *model.Proxy) []string {
+// VIPs in the proxy's cluster, else its allocated addresses (when it uses
+// them).
+func serviceVIPs(svc *model.Service, proxy *model.Proxy, allocated bool) []string {
 	// a single-stack waypoint matches the addresses of its family only, as
 	// Istio's GetAllAddressesForProxy filters them
 	mode := proxy.IPMode()
@@ -253,7 +254,7 @@ func serviceVIPs(svc *model.Service, proxy *model.Proxy) []string {
 			out = append(out, a)
 		}
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && allocated {
 		if a := svc.AutoAllocatedIPv4Address; a != "" && mode != model.IPv6 {
 			out = append(out, a)
 		}
