@@ -2,6 +2,10 @@ package kube
 
 import (
 	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
 	"time"
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -14,18 +18,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	"github.com/meshplane/istiod/pkg/config"
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
+	"github.com/meshplane/istiod/pkg/log"
 )
 
 // Client is the one handle on an API server.
@@ -42,6 +49,15 @@ type Client interface {
 	Informer(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error)
 	// Start starts every informer created so far that is not running yet.
 	Start(stop <-chan struct{})
+	// Close lets go of the API server: every informer stops (Close waits
+	// for them), Start does nothing any more, and the client's idle
+	// connections are closed, so that a client dropped (a remote
+	// cluster removed or its credentials rotated) leaves neither
+	// goroutines nor a connection pool behind. Requests in flight end as
+	// they would; one made afterwards (a lock released on the way out)
+	// still works, on a connection closed once idle for the transport's
+	// idle timeout. Calling it again does nothing.
+	Close()
 }
 
 // Options tune a real client.
@@ -58,6 +74,13 @@ type client struct {
 	gateway gatewayclient.Interface
 	ext     extclient.Interface
 	config  *rest.Config
+	// http is the clientsets' one HTTP client, its transport the
+	// client's own (nil for fake clients)
+	http *http.Client
+
+	// closed ends the informers (Close); closeOnce guards it
+	closed    chan struct{}
+	closeOnce sync.Once
 
 	kubeInf    informers.SharedInformerFactory
 	istioInf   istioinformers.SharedInformerFactory
@@ -75,7 +98,60 @@ func BuildConfig(path string) (*rest.Config, error) {
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{}).ClientConfig()
 }
 
-// NewClient builds a Client for cfg.
+// The service account files kubelet mounts in every pod, which
+// rest.InClusterConfig reads.
+const (
+	ServiceAccountTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	ServiceAccountCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+)
+
+// InCluster locates the API server of the cluster a pod runs in, as
+// rest.InClusterConfig finds it, with its inputs given instead of read
+// from the process: Host and Port are KUBERNETES_SERVICE_HOST and
+// KUBERNETES_SERVICE_PORT, TokenFile and CAFile the service account's
+// files ("": the paths kubelet mounts them at).
+type InCluster struct {
+	Host, Port        string
+	TokenFile, CAFile string
+}
+
+// Config is the in-cluster client config: https://Host:Port with the
+// service account's token (re-read from TokenFile as it rotates) and,
+// when CAFile holds certificates, that CA. Without Host or Port it is
+// rest.ErrNotInCluster; a token that cannot be read is an error. As
+// rest.InClusterConfig, a CA file that does not load is logged and left
+// out (the system roots apply).
+func (ic InCluster) Config() (*rest.Config, error) {
+	if ic.Host == "" || ic.Port == "" {
+		return nil, rest.ErrNotInCluster
+	}
+	tokenFile, caFile := ic.TokenFile, ic.CAFile
+	if tokenFile == "" {
+		tokenFile = ServiceAccountTokenFile
+	}
+	if caFile == "" {
+		caFile = ServiceAccountCAFile
+	}
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &rest.Config{Host: "https://" + net.JoinHostPort(ic.Host, ic.Port), BearerToken: string(token), BearerTokenFile: tokenFile}
+	if _, err := certutil.NewPool(caFile); err != nil {
+		kubeLog.Errorf("in-cluster config: the root CA %s does not load: %v", caFile, err)
+	} else {
+		cfg.CAFile = caFile
+	}
+	return cfg, nil
+}
+
+var kubeLog = log.RegisterScope("kube", "Kubernetes clients")
+
+// NewClient builds a Client for cfg. Its clientsets share one HTTP
+// client whose transport is the client's own (not client-go's
+// process-wide cache of transports by TLS settings, which keeps every
+// transport it ever made, with its connections, for good): Close
+// releases it.
 func NewClient(cfg *rest.Config, opts Options) (Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	if opts.QPS > 0 {
@@ -87,23 +163,34 @@ func NewClient(cfg *rest.Config, opts Options) (Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "istiod"
 	}
-	k, err := kubernetes.NewForConfig(cfg)
+	if cfg.Proxy == nil && cfg.Transport == nil {
+		// the default proxy, set explicitly: client-go then builds a
+		// transport for this client alone instead of a cached one
+		cfg.Proxy = http.ProxyFromEnvironment
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("http client: %v", err)
+	}
+	k, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube client: %v", err)
 	}
-	i, err := istioclient.NewForConfig(cfg)
+	i, err := istioclient.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("istio client: %v", err)
 	}
-	g, err := gatewayclient.NewForConfig(cfg)
+	g, err := gatewayclient.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("gateway-api client: %v", err)
 	}
-	e, err := extclient.NewForConfig(cfg)
+	e, err := extclient.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("apiextensions client: %v", err)
 	}
-	return newClient(k, i, g, e, cfg, opts.Resync), nil
+	c := newClient(k, i, g, e, cfg, opts.Resync)
+	c.http = hc
+	return c, nil
 }
 
 // NewFakeClient builds a Client on client-go's fake clientsets, seeded with
@@ -172,7 +259,7 @@ func isScheme(add func(*runtime.Scheme) error, o runtime.Object) bool {
 func newClient(k kubernetes.Interface, i istioclient.Interface, g gatewayclient.Interface, e extclient.Interface,
 	cfg *rest.Config, resync time.Duration) *client {
 	return &client{
-		kube: k, istio: i, gateway: g, ext: e, config: cfg,
+		kube: k, istio: i, gateway: g, ext: e, config: cfg, closed: make(chan struct{}),
 		kubeInf:    informers.NewSharedInformerFactoryWithOptions(k, resync, informers.WithTransform(StripUnusedFields)),
 		istioInf:   istioinformers.NewSharedInformerFactoryWithOptions(i, resync, istioinformers.WithTransform(StripUnusedFields)),
 		gatewayInf: gatewayinformers.NewSharedInformerFactoryWithOptions(g, resync, gatewayinformers.WithTransform(StripUnusedFields)),
@@ -223,8 +310,39 @@ func isIstioGroup(g string) bool {
 }
 
 func (c *client) Start(stop <-chan struct{}) {
-	c.kubeInf.Start(stop)
-	c.istioInf.Start(stop)
-	c.gatewayInf.Start(stop)
-	c.extInf.Start(stop)
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	// the informers end with stop or Close, whichever comes first
+	both := make(chan struct{})
+	go func() {
+		defer close(both)
+		select {
+		case <-stop:
+		case <-c.closed:
+		}
+	}()
+	c.kubeInf.Start(both)
+	c.istioInf.Start(both)
+	c.gatewayInf.Start(both)
+	c.extInf.Start(both)
+}
+
+func (c *client) Close() {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		// Shutdown waits for the informers' goroutines; Start after it
+		// starts nothing
+		c.kubeInf.Shutdown()
+		c.istioInf.Shutdown()
+		c.gatewayInf.Shutdown()
+		c.extInf.Shutdown()
+		if c.http != nil {
+			// the watches ended with the informers: their connections
+			// are idle now
+			utilnet.CloseIdleConnectionsFor(c.http.Transport)
+		}
+	})
 }

@@ -191,11 +191,17 @@ type proxy struct {
 
 	// backlog holds, on a validating sidecar, the resources received
 	// since the last checkBacklog
+	// (the last version of each: a resource replaced before the check is
+	// not checked, so that a config storm's thousand versions of a route
+	// configuration are not all kept)
+	backlog   map[backlogKey]*discovery.Resource
 	backlogMu sync.Mutex
-	backlog   []*discovery.Resource
 }
 
 func intern(s string) string { return unique.Make(s).Value() }
+
+// backlogKey names a kept resource.
+type backlogKey struct{ typeURL, name string }
 
 // run connects (holding a dial slot while the connection and stream open),
 // then serves the stream until ctx ends or a rule breaks.
@@ -379,7 +385,19 @@ func (p *proxy) checkBacklog() error {
 	todo := p.backlog
 	p.backlog = nil
 	p.backlogMu.Unlock()
-	for _, res := range todo {
+	// checked in a stable order, so the first failure is the same each run
+	keys := make([]backlogKey, 0, len(todo))
+	for k := range todo {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].typeURL != keys[j].typeURL {
+			return keys[i].typeURL < keys[j].typeURL
+		}
+		return keys[i].name < keys[j].name
+	})
+	for _, k := range keys {
+		res := todo[k]
 		var m interface {
 			proto.Message
 			ValidateAll() error
@@ -464,7 +482,10 @@ func (p *proxy) apply(t string, res *discovery.Resource) error {
 	}
 	if p.validate {
 		p.backlogMu.Lock()
-		p.backlog = append(p.backlog, res)
+		if p.backlog == nil {
+			p.backlog = map[backlogKey]*discovery.Resource{}
+		}
+		p.backlog[backlogKey{t, name}] = res
 		p.backlogMu.Unlock()
 	}
 	return nil

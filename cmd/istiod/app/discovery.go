@@ -212,6 +212,14 @@ func securityFromEnv(o *bootstrap.SecurityOptions) error {
 		}
 		o.NoDebugAuth = !b
 	}
+	if v := os.Getenv("ENABLE_LEADER_ELECTION"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("ENABLE_LEADER_ELECTION=%q: %v", v, err)
+		}
+		// false: every leader-elected controller runs as if it led
+		o.LeaderElection.Disabled = !b
+	}
 	return nil
 }
 

@@ -40,8 +40,9 @@ type discovery struct {
 func (s *Server) initDiscovery() {
 	d := &discovery{}
 	// network gateways given by hostname are resolved in the background;
-	// a changed answer pushes everyone, as in Istio
-	gatewayResolver := model.NewDNSGatewayResolver(model.DNSGatewayResolverOptions{Stop: s.internalStop, OnChange: func() {
+	// a changed answer pushes everyone, as in Istio (unless
+	// RESOLVE_HOSTNAME_GATEWAYS=false: then they are left out)
+	gatewayResolver := model.NewGatewayResolver(s.args.Multicluster.ResolveHostnameGateways, model.DNSGatewayResolverOptions{Stop: s.internalStop, OnChange: func() {
 		d.engine.ConfigUpdate(&model.PushRequest{Full: true, Forced: true, Reason: model.NewReasonStats(model.NetworksTrigger)})
 	}})
 	d.env = model.NewEnvironment(model.EnvironmentOptions{

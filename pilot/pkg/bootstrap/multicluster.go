@@ -15,6 +15,7 @@ import (
 	"github.com/meshplane/istiod/pkg/config/schema/collections"
 	"github.com/meshplane/istiod/pkg/diag"
 	"github.com/meshplane/istiod/pkg/kube"
+	"github.com/meshplane/istiod/pkg/kube/krt"
 	"github.com/meshplane/istiod/pkg/kube/multicluster"
 	"github.com/meshplane/istiod/pkg/kube/namespace"
 )
@@ -40,6 +41,16 @@ type MulticlusterOptions struct {
 	// clusters are read from the kubeconfig files of this directory
 	// instead of remote secrets.
 	KubeconfigPath string
+	// LocalClusterSecretWatcher is LOCAL_CLUSTER_SECRET_WATCHER: with
+	// ExternalIstiod (and no KubeconfigPath, which wins, as in Istio
+	// 1.31), the remote secrets are read in istiod's namespace of the
+	// cluster istiod runs in (InCluster) instead of the config cluster
+	// (--kubeconfig).
+	LocalClusterSecretWatcher bool
+	// InCluster locates the cluster istiod runs in
+	// (KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT; the service
+	// account's token and CA files, at kubelet's paths unless set).
+	InCluster kube.InCluster
 	// SelectWorkloadEntries is PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES
 	// (default true): Kubernetes Services select the WorkloadEntries of
 	// their namespace.
@@ -50,12 +61,20 @@ type MulticlusterOptions struct {
 	// are read there, selected by that cluster's Services and by the
 	// local ServiceEntries.
 	CrossClusterWorkloadEntries bool
+	// ResolveHostnameGateways is RESOLVE_HOSTNAME_GATEWAYS (default true):
+	// network gateways given by hostname are resolved by istiod; false
+	// leaves them out of EDS, as Istio does.
+	ResolveHostnameGateways bool
+	// DiscoverGatewayAPINetworks is PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API
+	// (default true): Gateway API gateways labelled with a network are
+	// that network's gateways.
+	DiscoverGatewayAPINetworks bool
 }
 
 // DefaultMulticlusterOptions are Istio's defaults.
 func DefaultMulticlusterOptions() MulticlusterOptions {
 	return MulticlusterOptions{SyncTimeout: multicluster.DefaultSyncTimeout, SelectWorkloadEntries: true,
-		CrossClusterWorkloadEntries: true}
+		CrossClusterWorkloadEntries: true, ResolveHostnameGateways: true, DiscoverGatewayAPINetworks: true}
 }
 
 // MulticlusterFromEnv reads the options' variables with getenv; unset
@@ -79,7 +98,10 @@ func MulticlusterFromEnv(getenv func(string) string, o *MulticlusterOptions) err
 		name string
 		dst  *bool
 	}{{"PILOT_ENABLE_K8S_SELECT_WORKLOAD_ENTRIES", &o.SelectWorkloadEntries},
-		{"PILOT_ENABLE_CROSS_CLUSTER_WORKLOAD_ENTRY", &o.CrossClusterWorkloadEntries}} {
+		{"PILOT_ENABLE_CROSS_CLUSTER_WORKLOAD_ENTRY", &o.CrossClusterWorkloadEntries},
+		{"LOCAL_CLUSTER_SECRET_WATCHER", &o.LocalClusterSecretWatcher},
+		{"RESOLVE_HOSTNAME_GATEWAYS", &o.ResolveHostnameGateways},
+		{"PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API", &o.DiscoverGatewayAPINetworks}} {
 		if v := getenv(b.name); v != "" {
 			p, err := strconv.ParseBool(v)
 			if err != nil {
@@ -91,6 +113,7 @@ func MulticlusterFromEnv(getenv func(string) string, o *MulticlusterOptions) err
 	if v := getenv("PILOT_MULTICLUSTER_KUBECONFIG_PATH"); v != "" {
 		o.KubeconfigPath = v
 	}
+	o.InCluster.Host, o.InCluster.Port = getenv("KUBERNETES_SERVICE_HOST"), getenv("KUBERNETES_SERVICE_PORT")
 	if v := getenv("PILOT_INSECURE_MULTICLUSTER_KUBECONFIG_OPTIONS"); v != "" {
 		o.InsecureKubeconfigOptions = nil
 		for _, s := range strings.Split(v, ",") {
@@ -106,19 +129,51 @@ func MulticlusterFromEnv(getenv func(string) string, o *MulticlusterOptions) err
 // istiod's namespace, as Istio 1.31 reads them whatever
 // --clusterRegistriesNamespace says) when there is a cluster: each remote
 // cluster gets a Kubernetes registry of its own, joined by the aggregate
-// beside the local one (docs/multicluster.md).
-func (s *Server) initMulticluster() {
+// beside the local one (docs/multicluster.md). With
+// LOCAL_CLUSTER_SECRET_WATCHER and EXTERNAL_ISTIOD the secrets are read
+// in the cluster istiod runs in; that cluster's client failing to build
+// stops istiod at start (Istio's controller is then missing, and istiod
+// crashes).
+func (s *Server) initMulticluster() error {
 	if s.kubeClient == nil || s.services == nil || s.services.kube == nil {
-		return
+		return nil
 	}
 	o := s.args.Multicluster
-	ctl := multicluster.NewController(multicluster.Options{Client: s.kubeClient, ClusterID: s.args.ClusterID, Namespace: s.args.Namespace,
+	clientOpts := kube.Options{QPS: s.args.KubernetesAPIQPS, Burst: s.args.KubernetesAPIBurst}
+	secrets, own, err := s.secretsClient(clientOpts)
+	if err != nil {
+		return err
+	}
+	ctl := multicluster.NewController(multicluster.Options{Client: secrets, CloseClient: own, ClusterID: s.args.ClusterID, Namespace: s.args.Namespace,
 		KubeconfigDir: o.KubeconfigPath, InsecureOptions: o.InsecureKubeconfigOptions, SyncTimeout: o.SyncTimeout, Problems: s.problems, BuildClient: o.BuildClient,
-		ClientOptions: kube.Options{QPS: s.args.KubernetesAPIQPS, Burst: s.args.KubernetesAPIBurst}})
+		ClientOptions: clientOpts})
 	filters := newRemoteFilters(s)
 	ctl.AddHandler(&remoteRegistries{s: s, filters: filters, byCluster: map[*multicluster.Cluster]*remoteRegistry{}})
 	ctl.AddHandler(&remoteWrites{s: s, filters: filters, byCluster: map[*multicluster.Cluster]*remoteWriter{}})
 	s.multicluster = ctl
+	return nil
+}
+
+// secretsClient is the client the remote secrets are read with: the
+// config cluster's, or, with LOCAL_CLUSTER_SECRET_WATCHER and
+// EXTERNAL_ISTIOD (and no kubeconfig directory), one of its own on the
+// cluster istiod runs in (its in-cluster config, with the config
+// client's rate limits, as Istio's ConfigOverrides), which the
+// controller closes when it stops (own).
+func (s *Server) secretsClient(opts kube.Options) (c kube.Client, own bool, err error) {
+	o := s.args.Multicluster
+	if !o.LocalClusterSecretWatcher || !o.ExternalIstiod || o.KubeconfigPath != "" {
+		return s.kubeClient, false, nil
+	}
+	cfg, err := o.InCluster.Config()
+	if err != nil {
+		return nil, false, fmt.Errorf("LOCAL_CLUSTER_SECRET_WATCHER: the in-cluster config of the cluster istiod runs in: %v", err)
+	}
+	if c, err = kube.NewClient(cfg, opts); err != nil {
+		return nil, false, fmt.Errorf("LOCAL_CLUSTER_SECRET_WATCHER: a client of the cluster istiod runs in: %v", err)
+	}
+	scope.Infof("remote secrets are read in namespace %s of the cluster istiod runs in (%s), not the config cluster", s.args.Namespace, cfg.Host)
+	return c, true, nil
 }
 
 // remoteRegistries keeps a Kubernetes registry per remote cluster in the
@@ -146,16 +201,21 @@ func (h *remoteRegistries) ClusterAdded(c *multicluster.Cluster) func() bool {
 	s := h.s
 	// its endpoints reach the proxies once it synced (syncGate)
 	gate := newSyncGate(s.services.updater)
+	// what is built on the cluster leaves /debug/krtz with it, also the
+	// collections that do not stop with it
+	dbg := s.krtDebug.Until(c.Stopped())
 	opts := kuberegistry.Options{
 		ClusterID:       c.ID,
 		DomainSuffix:    s.args.Domain,
 		TrustDomain:     s.mesh.Mesh().GetTrustDomain(),
 		SystemNamespace: s.args.Namespace,
 		MeshNetworks:    s.meshNetworks(),
-		XDSUpdater:      gate,
-		Problems:        s.problems,
-		Krt:             s.krtDebug,
-		Stop:            c.Stopped(),
+		// PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API=false
+		NoGatewayAPINetworks: !s.args.Multicluster.DiscoverGatewayAPINetworks,
+		XDSUpdater:           gate,
+		Problems:             s.problems,
+		Krt:                  dbg,
+		Stop:                 c.Stopped(),
 	}
 	// discoverySelectors select among the cluster's own namespaces
 	df := h.filters.of(c)
@@ -172,7 +232,7 @@ func (h *remoteRegistries) ClusterAdded(c *multicluster.Cluster) func() bool {
 	r := &remoteRegistry{Controller: kr}
 	entriesSynced := func() bool { return true }
 	if o := s.args.Multicluster; o.SelectWorkloadEntries && o.CrossClusterWorkloadEntries {
-		r.detachEntries, entriesSynced = h.remoteWorkloadEntries(c, kr, df)
+		r.detachEntries, entriesSynced = h.remoteWorkloadEntries(c, kr, df, dbg)
 	}
 	h.mu.Lock()
 	h.byCluster[c] = r
@@ -194,11 +254,12 @@ func (h *remoteRegistries) ClusterAdded(c *multicluster.Cluster) func() bool {
 // entries the cluster's Services select and the local ServiceEntries
 // select. Without the CRD in the cluster there are none. It stops with
 // the cluster; detach removes its entries from the local ServiceEntries.
+// Its collections are listed on dbg, the cluster's.
 func (h *remoteRegistries) remoteWorkloadEntries(c *multicluster.Cluster, kr *kuberegistry.Controller,
-	df *namespace.DiscoveryFilter,
+	df *namespace.DiscoveryFilter, dbg *krt.DebugHandler,
 ) (detach func(), synced func() bool) {
 	s := h.s
-	copts := crdclient.Options{Revision: s.args.Revision, DomainSuffix: s.args.Domain, Krt: s.krtDebug, Problems: s.problems}
+	copts := crdclient.Options{Revision: s.args.Revision, DomainSuffix: s.args.Domain, Krt: dbg, Problems: s.problems}
 	if df != nil {
 		copts.NamespaceFilter = df
 	}
@@ -214,7 +275,7 @@ func (h *remoteRegistries) remoteWorkloadEntries(c *multicluster.Cluster, kr *ku
 		XDSUpdater:    s.services.updater,
 		Problems:      s.problems,
 		ReportCluster: true,
-		Krt:           s.krtDebug,
+		Krt:           dbg,
 		Stop:          c.Stopped(),
 	})
 	entries := wle.WorkloadEntryInstances()

@@ -187,15 +187,21 @@ func (h *remoteWrites) run(w *remoteWriter) {
 		scope.Infof("patching the injection webhooks' caBundle in cluster %s", c.ID)
 		w.wh.Run(stop)
 	}()
-	revisions := leaderelection.NewDefaultRevisionWatcher(c.Client.Kube())
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		revisions.Run(stop)
-	}()
+	timing := s.args.Security.LeaderElection
+	var defaultRevision func() string
+	if !timing.Disabled {
+		// with the election disabled Istio watches no default revision
+		revisions := leaderelection.NewDefaultRevisionWatcher(c.Client.Kube())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			revisions.Run(stop)
+		}()
+		defaultRevision = revisions.Get
+	}
 	election := leaderelection.NewPrioritized(c.Client.Kube(), leaderelection.PrioritizedOptions{
 		Namespace: s.args.Namespace, Name: leaderelection.NamespaceController, Identity: s.identity(),
-		Revision: s.args.Revision, Remote: true, DefaultRevision: revisions.Get, Timing: s.args.Security.LeaderElection})
+		Revision: s.args.Revision, Remote: true, DefaultRevision: defaultRevision, Timing: timing})
 	election.AddRunFunction(func(leaderStop <-chan struct{}) {
 		scope.Infof("starting the namespace controller for cluster %s", c.ID)
 		w.nsc.Run(leaderStop)

@@ -17,7 +17,9 @@ func (s *Server) defaultRevisions() *leaderelection.DefaultRevisionWatcher {
 // startDefaultRevisions runs that watch, once, until istiod stops.
 func (s *Server) startDefaultRevisions() {
 	s.revisionsOnce.Do(func() {
-		if s.revisions == nil {
+		// without elections (ENABLE_LEADER_ELECTION=false) nothing reads
+		// it, and Istio watches nothing
+		if s.revisions == nil || s.args.Security.LeaderElection.Disabled {
 			return
 		}
 		s.wg.Add(1)

@@ -129,7 +129,9 @@ func (s *Server) wire() error {
 	if err := s.initServiceControllers(); err != nil {
 		return err
 	}
-	s.initMulticluster()
+	if err := s.initMulticluster(); err != nil {
+		return err
+	}
 	s.initDiscovery()
 	s.initAutoRegistration()
 	s.initIPAllocate()

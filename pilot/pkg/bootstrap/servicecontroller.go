@@ -80,10 +80,12 @@ func (s *Server) initServiceControllers() error {
 			SystemNamespace: s.args.Namespace,
 			ConfigCluster:   true,
 			MeshNetworks:    s.meshNetworks(),
-			XDSUpdater:      updater,
-			Problems:        s.problems,
-			Krt:             s.krtDebug,
-			Stop:            s.internalStop,
+			// PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API=false
+			NoGatewayAPINetworks: !s.args.Multicluster.DiscoverGatewayAPINetworks,
+			XDSUpdater:           updater,
+			Problems:             s.problems,
+			Krt:                  s.krtDebug,
+			Stop:                 s.internalStop,
 		}
 		if s.nsFilter != nil {
 			opts.NamespaceFilter = s.nsFilter

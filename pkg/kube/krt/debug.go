@@ -17,6 +17,8 @@ const DefaultDebugKeys = 200
 type DebugHandler struct {
 	mu          sync.Mutex
 	collections []Debuggable
+	// scoped are the handlers of Until listed with this one
+	scoped []*DebugHandler
 	// MaxKeys caps listed keys and inputs per collection (0: DefaultDebugKeys).
 	MaxKeys int
 }
@@ -83,10 +85,45 @@ func (h *DebugHandler) RegisterUntil(c Debuggable, stop <-chan struct{}) {
 	}()
 }
 
-// Snapshot returns the state of every registered collection, sorted by name.
-func (h *DebugHandler) Snapshot() []CollectionSnapshot {
+// Until returns a handler whose collections h lists until stop closes
+// (nil: for good): then h drops them all at once, and lets go of them,
+// whether they were built with a stop of their own or not. A remote
+// cluster's components register with Until(cluster stop), so that
+// nothing of a removed cluster stays on /debug/krtz (or in memory
+// through it).
+func (h *DebugHandler) Until(stop <-chan struct{}) *DebugHandler {
+	child := &DebugHandler{}
+	h.mu.Lock()
+	h.scoped = append(h.scoped, child)
+	h.mu.Unlock()
+	if stop == nil {
+		return child
+	}
+	go func() {
+		<-stop
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.scoped = slices.DeleteFunc(h.scoped, func(c *DebugHandler) bool { return c == child })
+	}()
+	return child
+}
+
+// all is every collection of h and of its live scoped handlers.
+func (h *DebugHandler) all() []Debuggable {
 	h.mu.Lock()
 	cs := slices.Clone(h.collections)
+	scoped := slices.Clone(h.scoped)
+	h.mu.Unlock()
+	for _, child := range scoped {
+		cs = append(cs, child.all()...)
+	}
+	return cs
+}
+
+// Snapshot returns the state of every registered collection, sorted by name.
+func (h *DebugHandler) Snapshot() []CollectionSnapshot {
+	cs := h.all()
+	h.mu.Lock()
 	maxKeys := h.MaxKeys
 	h.mu.Unlock()
 	if maxKeys <= 0 {

@@ -10,4 +10,8 @@
 // live holder (prioritized.go; defaultrevision.go follows the cluster's
 // default revision). Istio's lock names and kinds are kept, so that our
 // replicas and Istio's contend for the same lock.
+//
+// Timing.Disabled is ENABLE_LEADER_ELECTION=false: both elections then
+// run their functions from Run until stop without touching a lock, as
+// Istio's bypassed elections do.
 package leaderelection

@@ -2,6 +2,7 @@ package leaderelection
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,6 +44,10 @@ func PerRevision(name, revision string) string {
 // lease, 15 s renew deadline, 5 s retry).
 type Timing struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Disabled is ENABLE_LEADER_ELECTION=false: no lock is read or
+	// written, and the functions run from Run until stop as if this
+	// replica always led (Istio's bypass, for a single replica).
+	Disabled bool
 }
 
 func (t Timing) withDefaults() Timing {
@@ -85,16 +90,28 @@ func (e *Election) AddRunFunction(f func(stop <-chan struct{})) {
 	e.mu.Unlock()
 }
 
-// IsLeader reports whether this replica leads now.
+// IsLeader reports whether this replica leads now (always, when the
+// election is disabled, as in Istio).
 func (e *Election) IsLeader() bool {
+	if e.timing.Disabled {
+		return true
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.leading
 }
 
 // Run contends until stop closes, running the functions each time it
-// leads; it releases the Lease on stop.
+// leads; it releases the Lease on stop. Disabled, it runs them at once
+// until stop, without a Lease.
 func (e *Election) Run(stop <-chan struct{}) {
+	if e.timing.Disabled {
+		e.mu.Lock()
+		runs := slices.Clone(e.runs)
+		e.mu.Unlock()
+		bypass(e.name, runs, stop)
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-stop
@@ -134,6 +151,22 @@ func (e *Election) setLeading(v bool) {
 	e.mu.Lock()
 	e.leading = v
 	e.mu.Unlock()
+}
+
+// bypass runs every function until stop closes and waits for them to
+// return: the election is disabled, the replica leads for good.
+func bypass(name string, runs []func(<-chan struct{}), stop <-chan struct{}) {
+	scope.Infof("%s: leader election disabled (ENABLE_LEADER_ELECTION=false): running as the leader", name)
+	var wg sync.WaitGroup
+	for _, f := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(stop)
+		}()
+	}
+	<-stop
+	wg.Wait()
 }
 
 // lead runs every function until ctx ends (leadership lost or stopped).

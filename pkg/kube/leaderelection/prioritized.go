@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,8 +109,12 @@ func (p *Prioritized) AddRunFunction(f func(stop <-chan struct{})) {
 	p.mu.Unlock()
 }
 
-// IsLeader reports whether the candidate leads now.
+// IsLeader reports whether the candidate leads now (always, when the
+// election is disabled, as in Istio).
 func (p *Prioritized) IsLeader() bool {
+	if p.opts.Timing.Disabled {
+		return true
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.leading
@@ -130,8 +135,16 @@ func (p *Prioritized) Steals(holderKey string) bool {
 
 // Run contends until stop closes, running the functions each time it
 // leads (and waiting for them to return before it contends again); it
-// releases the lock on stop.
+// releases the lock on stop. Disabled (Timing.Disabled), it runs them at
+// once until stop and never reads or writes the lock.
 func (p *Prioritized) Run(stop <-chan struct{}) {
+	if p.opts.Timing.Disabled {
+		p.mu.Lock()
+		runs := slices.Clone(p.runs)
+		p.mu.Unlock()
+		bypass(p.opts.Name, runs, stop)
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

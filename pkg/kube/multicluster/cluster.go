@@ -68,11 +68,16 @@ func (c *Cluster) isReady() bool {
 	}
 }
 
-// shutdown stops the cluster (once).
+// shutdown stops the cluster (once) and closes its client: its informers
+// end (shutdown waits for them) and its connections are let go of, so
+// that a removed or rotated cluster leaves no connection pool behind.
 func (c *Cluster) shutdown() {
 	c.stopOnce.Do(func() {
 		close(c.stop)
 		c.status.Store(SyncStatusClosed)
 		c.markReady()
+		if c.Client != nil {
+			c.Client.Close()
+		}
 	})
 }

@@ -50,8 +50,12 @@ type Handler interface {
 
 // Options configure a Controller.
 type Options struct {
-	// Client reads the remote secrets (the cluster istiod runs in).
+	// Client reads the remote secrets (the config cluster, or with
+	// LOCAL_CLUSTER_SECRET_WATCHER the cluster istiod runs in).
 	Client kube.Client
+	// CloseClient: Client was built for the controller alone, and Run
+	// closes it when it stops.
+	CloseClient bool
 	// ClusterID is the cluster istiod runs in: a secret naming it is
 	// ignored.
 	ClusterID string
@@ -195,6 +199,9 @@ func (c *Controller) Run(stop <-chan struct{}) {
 		c.mu.Unlock()
 		for _, cl := range all {
 			cl.shutdown()
+		}
+		if c.opts.CloseClient {
+			c.opts.Client.Close()
 		}
 	}()
 }

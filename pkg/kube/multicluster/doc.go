@@ -30,8 +30,8 @@
 // (/debug/warningz) naming the secret, the cluster and the reason, and is
 // retried when the secret changes; the other clusters are not affected.
 // Stopping a cluster closes its stop channel, which ends its informers and
-// every goroutine its handlers started on it: nothing outlives its
-// cluster.
+// every goroutine its handlers started on it, and closes its client (its
+// connections): nothing outlives its cluster.
 //
 // With Options.KubeconfigDir (PILOT_MULTICLUSTER_KUBECONFIG_PATH) the
 // clusters come from the kubeconfig files of a directory instead of
