@@ -144,14 +144,7 @@ func (k *kubeMesh) resetChurn(ctx context.Context, o Options) error {
 // waits until every sidecar holds the final endpoints.
 func (f *fleet) churn(ctx context.Context, w *world, cpu *cpuMeter) (*ChurnReport, error) {
 	o := f.o
-	live := f.r.Full
-	failedBefore := map[int]bool{}
-	for id := range f.failed {
-		failedBefore[id] = true
-		if f.full[id] {
-			live--
-		}
-	}
+	live, failedBefore := f.liveSidecars()
 	cr := &ChurnReport{Pods: o.ChurnPods, Services: o.ChurnServices}
 	cpu.lap()
 	responses := f.count.responses.Load()

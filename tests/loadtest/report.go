@@ -177,12 +177,7 @@ func PrintComparison(w io.Writer, rs []*Report) {
 	row("received, change rounds", func(r *Report) string { return fmt.Sprintf("%d resp, %s", r.ChangeResponses, mib(r.ChangeBytes)) })
 	if r0.Churn != nil {
 		churn := func(name string, f func(c *ChurnReport) string) {
-			row(name, func(r *Report) string {
-				if r.Churn == nil {
-					return "-"
-				}
-				return f(r.Churn)
-			})
+			row(name, phaseCell(func(r *Report) *ChurnReport { return r.Churn }, f))
 		}
 		churn("churn: updates", func(c *ChurnReport) string { return fmt.Sprintf("%d in %s", c.Updates, ms(c.Duration)) })
 		churn("churn: final endpoints, all", func(c *ChurnReport) string { return ms(c.AfterEnd) })
@@ -192,12 +187,7 @@ func PrintComparison(w io.Writer, rs []*Report) {
 	}
 	if r0.Storm != nil {
 		storm := func(name string, f func(s *StormReport) string) {
-			row(name, func(r *Report) string {
-				if r.Storm == nil {
-					return "-"
-				}
-				return f(r.Storm)
-			})
+			row(name, phaseCell(func(r *Report) *StormReport { return r.Storm }, f))
 		}
 		storm("storm: edits", func(s *StormReport) string { return fmt.Sprintf("%d in %s", s.Edits, ms(s.Duration)) })
 		storm("storm: last edit, all sidecars", func(s *StormReport) string { return ms(s.AfterEnd) })
@@ -210,5 +200,16 @@ func PrintComparison(w io.Writer, rs []*Report) {
 		if !r.OK() {
 			fmt.Fprintf(w, "\n%s: NOT OK (see its report above)\n", r.Name)
 		}
+	}
+}
+
+// phaseCell renders a figure of an optional phase (churn, storm) of a
+// report: "-" where the report has no such phase.
+func phaseCell[T any](phase func(*Report) *T, f func(*T) string) func(*Report) string {
+	return func(r *Report) string {
+		if p := phase(r); p != nil {
+			return f(p)
+		}
+		return "-"
 	}
 }

@@ -631,19 +631,27 @@ func (f *fleet) fullConfig(ctx context.Context) {
 	f.r.FullTotal = last.Sub(f.started)
 }
 
+// liveSidecars counts the sidecars that have full config and have not
+// failed, and names those that failed so far (a phase waits for the
+// others).
+func (f *fleet) liveSidecars() (int, map[int]bool) {
+	live := f.r.Full
+	failed := map[int]bool{}
+	for id := range f.failed {
+		failed[id] = true
+		if f.full[id] {
+			live--
+		}
+	}
+	return live, failed
+}
+
 // change makes change round r: it edits the target VirtualService and
 // waits until every sidecar that has full config and is still connected
 // got the new route. It returns how many did and the time from the edit
 // to the last of them.
 func (f *fleet) change(ctx context.Context, w *world, r int) (int, time.Duration, error) {
-	live := f.r.Full
-	failedBefore := map[int]bool{}
-	for id := range f.failed {
-		failedBefore[id] = true
-		if f.full[id] {
-			live--
-		}
-	}
+	live, failedBefore := f.liveSidecars()
 	f.round.Store(int32(r))
 	edit := time.Now()
 	if err := w.change(ctx, r); err != nil {

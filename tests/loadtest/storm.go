@@ -46,14 +46,7 @@ func (f *fleet) storm(ctx context.Context, w *world, pid int, cpu *cpuMeter) (*S
 	if rate < 1 {
 		rate = 10
 	}
-	live := f.r.Full
-	failedBefore := map[int]bool{}
-	for id := range f.failed {
-		failedBefore[id] = true
-		if f.full[id] {
-			live--
-		}
-	}
+	live, failedBefore := f.liveSidecars()
 	cpu.lap()
 	sr := &StormReport{}
 	responses, bytes := f.count.responses.Load(), f.receivedBytes()
