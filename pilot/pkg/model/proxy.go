@@ -89,10 +89,10 @@ type NodeMetadata struct {
 	// DNSAutoAllocate is DNS_AUTO_ALLOCATE: with the older hashed
 	// addresses (PILOT_ENABLE_IP_AUTOALLOCATE=false), a proxy that
 	// captures DNS uses them only when this is true.
-	DNSAutoAllocate string `json:"DNS_AUTO_ALLOCATE,omitempty"`
-	PodPorts         string            `json:"POD_PORTS,omitempty"`
-	IstioProxySHA    string            `json:"ISTIO_PROXY_SHA,omitempty"`
-	ProxyConfig      json.RawMessage   `json:"PROXY_CONFIG,omitempty"`
+	DNSAutoAllocate string          `json:"DNS_AUTO_ALLOCATE,omitempty"`
+	PodPorts        string          `json:"POD_PORTS,omitempty"`
+	IstioProxySHA   string          `json:"ISTIO_PROXY_SHA,omitempty"`
+	ProxyConfig     json.RawMessage `json:"PROXY_CONFIG,omitempty"`
 	// IdleTimeout is the proxy's IDLE_TIMEOUT (a Go duration): the idle
 	// timeout of its TCP proxies where no DestinationRule sets one, and of
 	// its HTTP connection managers.
