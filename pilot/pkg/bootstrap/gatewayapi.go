@@ -27,7 +27,8 @@ func (s *Server) gatewaySource(store aggregate.CollectionStore) (*gateway.Source
 		ReferenceGrants: store.Collection(gvk.ReferenceGrant),
 		ServiceEntries:  store.Collection(gvk.ServiceEntry),
 	}
-	opts := gateway.SourceOptions{Options: gateway.Options{DomainSuffix: s.args.Domain, Ambient: s.args.EnableAmbient},
+	opts := gateway.SourceOptions{Options: gateway.Options{DomainSuffix: s.args.Domain, Ambient: s.args.EnableAmbient,
+		NoRemoteClass: !s.args.Multicluster.DiscoverGatewayAPINetworks},
 		Stop: s.internalStop, Krt: s.krtDebug, Problems: s.problems}
 	if s.kubeClient != nil {
 		if err := gateway.AddKubeInputs(&in, s.kubeClient, opts); err != nil {
@@ -48,6 +49,7 @@ func (s *Server) initGatewayStatus(src *gateway.Source, store aggregate.Collecti
 	}
 	w := statuswriter.New(statuswriter.Options{Store: writer, Statuses: src.Statuses(),
 		Classes: store.Collection(gvk.GatewayClass), CreateClasses: true, Ambient: s.args.EnableAmbient,
+		NoRemoteClass: !s.args.Multicluster.DiscoverGatewayAPINetworks,
 		ClassesServed: classesServed})
 	id := s.identity()
 	s.gatewayStatus = leaderelection.New(s.kubeClient.Kube(), s.args.Namespace,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -184,7 +185,12 @@ func (s *Server) initMeshConfiguration() {
 		cmNetworks = s.meshCM.Key("meshNetworks")
 	}
 	netSources := mesh.Sources(s.args.NetworksConfigFile, err == nil, cmNetworks, nil, opts...)
-	s.networks = mesh.NewNetworksWatcher(netSources, s.internalStop, opts...)
+	netOpts := opts
+	if !s.args.Multicluster.ResolveHostnameGateways {
+		// RESOLVE_HOSTNAME_GATEWAYS=false: a hostname gateway is invalid
+		netOpts = append(slices.Clip(opts), mesh.WithoutHostnameGateways())
+	}
+	s.networks = mesh.NewNetworksWatcher(netSources, s.internalStop, netOpts...)
 
 	s.problems.AddProvider(func() []diag.Problem {
 		var out []diag.Problem

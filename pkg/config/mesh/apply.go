@@ -255,6 +255,12 @@ func ApplyMeshNetworks(text string) (*meshconfig.MeshNetworks, error) {
 // ParseMeshNetworks is ApplyMeshNetworks that also returns the warnings
 // (dropped unknown fields).
 func ParseMeshNetworks(text string) (*meshconfig.MeshNetworks, Warnings, error) {
+	return parseMeshNetworks(text, true)
+}
+
+// parseMeshNetworks is ParseMeshNetworks; a gateway address may be a
+// hostname only with hostnames.
+func parseMeshNetworks(text string, hostnames bool) (*meshconfig.MeshNetworks, Warnings, error) {
 	var warns Warnings
 	_, js, err := yamlObject(text)
 	if err != nil {
@@ -270,7 +276,7 @@ func ParseMeshNetworks(text string) (*meshconfig.MeshNetworks, Warnings, error) 
 	}
 	sort.Strings(dropped)
 	warns.Dropped = dropped
-	if err := validation.ValidateMeshNetworks(out); err != nil {
+	if err := validation.ValidateMeshNetworksWith(out, hostnames); err != nil {
 		return nil, warns, fmt.Errorf("invalid mesh networks: %w", err)
 	}
 	return out, warns, nil

@@ -30,7 +30,7 @@ func (w *NetworksWatcher) evaluate() evaluation[*meshconfig.MeshNetworks] {
 		if text == nil {
 			continue
 		}
-		mn, warns, err := ParseMeshNetworks(*text)
+		mn, warns, err := parseMeshNetworks(*text, !w.c.o.noHostnameGateways)
 		if err != nil {
 			ev.errs[i] = err
 			ev.keep = true

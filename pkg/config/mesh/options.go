@@ -37,6 +37,8 @@ type options struct {
 	debounce time.Duration
 	resync   time.Duration
 	stop     <-chan struct{}
+	// noHostnameGateways: RESOLVE_HOSTNAME_GATEWAYS=false
+	noHostnameGateways bool
 }
 
 func buildOptions(opts []Option) options {
@@ -89,4 +91,11 @@ func WithResync(d time.Duration) Option {
 // Close stops it as well.
 func WithStop(stop <-chan struct{}) Option {
 	return func(o *options) { o.stop = stop }
+}
+
+// WithoutHostnameGateways makes a meshNetworks whose gateway address is a
+// hostname invalid, as Istio's validation has it with
+// RESOLVE_HOSTNAME_GATEWAYS=false (istiod then resolves no hostname).
+func WithoutHostnameGateways() Option {
+	return func(o *options) { o.noHostnameGateways = true }
 }

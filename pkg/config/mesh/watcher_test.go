@@ -237,3 +237,24 @@ func TestNetworksWatcher(t *testing.T) {
 		t.Errorf("no source: %v", w.Networks())
 	}
 }
+
+// WithoutHostnameGateways (RESOLVE_HOSTNAME_GATEWAYS=false): a document
+// with a hostname gateway is rejected and the last good value kept.
+func TestNetworksWatcherWithoutHostnameGateways(t *testing.T) {
+	const ip = "networks:\n  net1:\n    gateways:\n    - address: 1.2.3.4\n      port: 15443\n"
+	const host = "networks:\n  net1:\n    gateways:\n    - address: gw.example.com\n      port: 15443\n"
+	src := mesh.NewStaticSource("file", ptr(ip))
+	w := mesh.NewNetworksWatcher([]mesh.Source{src}, nil, mesh.WithoutHostnameGateways())
+	src.Set(ptr(host))
+	if errs := w.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Err.Error(), "RESOLVE_HOSTNAME_GATEWAYS") {
+		t.Fatalf("errors %v", errs)
+	}
+	if gw := w.Networks().Networks["net1"].GetGateways()[0].GetAddress(); gw != "1.2.3.4" {
+		t.Errorf("kept %q, want the last good 1.2.3.4", gw)
+	}
+	// by default the hostname is a gateway
+	d := mesh.NewNetworksWatcher([]mesh.Source{mesh.NewStaticSource("file", ptr(host))}, nil)
+	if len(d.Errors()) != 0 {
+		t.Errorf("default watcher rejected a hostname gateway: %v", d.Errors())
+	}
+}

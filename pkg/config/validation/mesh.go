@@ -357,6 +357,12 @@ func secPrivateKeyProvider(r *Report, p Path, pkp *meshconfig.PrivateKeyProvider
 
 // ValidateMeshNetworks checks a meshNetworks configuration.
 func ValidateMeshNetworks(mn *meshconfig.MeshNetworks) error {
+	return ValidateMeshNetworksWith(mn, true)
+}
+
+// ValidateMeshNetworksWith is ValidateMeshNetworks; a gateway address may
+// be a hostname only with hostnames (Istio's RESOLVE_HOSTNAME_GATEWAYS).
+func ValidateMeshNetworksWith(mn *meshconfig.MeshNetworks, hostnames bool) error {
 	r := &Report{}
 	for _, name := range secSortedKeys(mn.GetNetworks()) {
 		p := Path("networks").Key(name)
@@ -369,7 +375,7 @@ func ValidateMeshNetworks(mn *meshconfig.MeshNetworks) error {
 			secNetworkEndpoint(r, p.Field("endpoints").Index(i), ep)
 		}
 		for i, gw := range nw.GetGateways() {
-			secNetworkGateway(r, p.Field("gateways").Index(i), gw)
+			secNetworkGateway(r, p.Field("gateways").Index(i), gw, hostnames)
 		}
 	}
 	_, err := r.Result()
@@ -393,7 +399,7 @@ func secNetworkEndpoint(r *Report, p Path, ep *meshconfig.Network_NetworkEndpoin
 	}
 }
 
-func secNetworkGateway(r *Report, p Path, gw *meshconfig.Network_IstioNetworkGateway) {
+func secNetworkGateway(r *Report, p Path, gw *meshconfig.Network_IstioNetworkGateway, hostnames bool) {
 	if gw == nil {
 		r.Errorf(p, "gateway must not be null")
 		return
@@ -403,7 +409,9 @@ func secNetworkGateway(r *Report, p Path, gw *meshconfig.Network_IstioNetworkGat
 		r.Add(p.Field("registryServiceName"), CheckFQDN(g.RegistryServiceName))
 	case *meshconfig.Network_IstioNetworkGateway_Address:
 		if _, err := netip.ParseAddr(g.Address); err != nil {
-			if CheckFQDN(g.Address) != nil {
+			if !hostnames {
+				r.Errorf(p.Field("address"), "%q is not a valid IP address (hostname is allowed if RESOLVE_HOSTNAME_GATEWAYS is enabled)", g.Address)
+			} else if CheckFQDN(g.Address) != nil {
 				r.Errorf(p.Field("address"), "%q is not a valid IP address or DNS name", g.Address)
 			}
 		}

@@ -232,3 +232,18 @@ func TestValidateMeshNetworks(t *testing.T) {
 		})
 	}
 }
+
+// With RESOLVE_HOSTNAME_GATEWAYS=false a gateway address must be an IP, as
+// Istio's validation has it; with hostnames allowed the same one passes.
+func TestValidateMeshNetworksWithoutHostnames(t *testing.T) {
+	mn := &meshconfig.MeshNetworks{Networks: map[string]*meshconfig.Network{
+		"net1": {Gateways: []*meshconfig.Network_IstioNetworkGateway{
+			{Gw: &meshconfig.Network_IstioNetworkGateway_Address{Address: "1.2.3.4"}, Port: 15443},
+			{Gw: &meshconfig.Network_IstioNetworkGateway_Address{Address: "gw.example.com"}, Port: 15443},
+		}},
+	}}
+	secExpect(t, "error", validation.ValidateMeshNetworksWith(mn, true), nil)
+	secExpect(t, "error", validation.ValidateMeshNetworksWith(mn, false), []string{
+		"networks[net1].gateways[1].address: \"gw.example.com\" is not a valid IP address (hostname is allowed if RESOLVE_HOSTNAME_GATEWAYS is enabled)",
+	})
+}

@@ -38,7 +38,7 @@ func ResolveClass(opts Options, name string, declared *Class, exists bool) *Clas
 	if exists {
 		return declared
 	}
-	for _, b := range Builtins(opts.Ambient) {
+	for _, b := range BuiltinsFor(opts.Ambient, !opts.NoRemoteClass) {
 		if b.Name == name {
 			c := b
 			return &c

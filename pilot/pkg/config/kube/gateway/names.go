@@ -86,7 +86,7 @@ var classInfos = map[string]classInfo{
 // when the controller is not one of ours.
 func (o Options) classInfoOf(controller string) (classInfo, bool) {
 	ci, ok := classInfos[controller]
-	if !ok || (ci.ambientOnly && !o.Ambient) {
+	if !ok || (ci.ambientOnly && !o.Ambient) || (controller == UnmanagedControllerName && o.NoRemoteClass) {
 		return classInfo{}, false
 	}
 	return ci, true
@@ -102,8 +102,15 @@ var BuiltinClasses = []Class{
 
 // Builtins are the builtin GatewayClasses: BuiltinClasses, and
 // istio-waypoint in ambient mode. The slice is the caller's.
-func Builtins(ambient bool) []Class {
+func Builtins(ambient bool) []Class { return BuiltinsFor(ambient, true) }
+
+// BuiltinsFor is Builtins, without istio-remote unless remote (Istio's
+// PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API=false drops it).
+func BuiltinsFor(ambient, remote bool) []Class {
 	out := slices.Clone(BuiltinClasses)
+	if !remote {
+		out = slices.DeleteFunc(out, func(c Class) bool { return c.Name == RemoteClassName })
+	}
 	if ambient {
 		out = append(out, Class{Name: WaypointClassName, Controller: MeshControllerName})
 	}

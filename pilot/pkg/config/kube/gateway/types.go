@@ -17,6 +17,10 @@ type Options struct {
 	// the istio-waypoint class and controller istio.io/mesh-controller are
 	// Istio's.
 	Ambient bool
+	// NoRemoteClass is PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API=false: the
+	// istio-remote class and its controller istio.io/unmanaged-gateway are
+	// not Istio's then.
+	NoRemoteClass bool
 }
 
 // Context answers the translation's questions about the rest of the world.

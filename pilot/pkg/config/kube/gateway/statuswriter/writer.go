@@ -51,6 +51,9 @@ type Options struct {
 	// (istio-waypoint too when Ambient is set).
 	CreateClasses bool
 	Ambient       bool
+	// NoRemoteClass: istio-remote is not created
+	// (PILOT_MULTI_NETWORK_DISCOVER_GATEWAY_API=false)
+	NoRemoteClass bool
 	// ClassesServed closes once the API server serves GatewayClasses (their
 	// CRD is established and the store has read them); until then no class
 	// is created. Nil: they are served from the start (e.g. an in-memory
@@ -188,7 +191,7 @@ func (w *Writer) next(q workqueue.TypedRateLimitingInterface[task]) bool {
 
 // createClasses creates every builtin GatewayClass that does not exist.
 func (w *Writer) createClasses() error {
-	for _, c := range gateway.Builtins(w.opts.Ambient) {
+	for _, c := range gateway.BuiltinsFor(w.opts.Ambient, !w.opts.NoRemoteClass) {
 		if w.opts.Store.Get(gvk.GatewayClass, c.Name, "") != nil {
 			continue
 		}
