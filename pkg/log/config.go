@@ -12,9 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	"gopkg.in/natefinch/lumberjack.v2"
-	"k8s.io/klog/v2"
 )
 
 // Options configure output: levels, stack traces and callers per scope, the
@@ -142,7 +140,7 @@ func Configure(o Options) error {
 	old := cur.Swap(s)
 	_ = closeSink(old)
 	slog.SetDefault(Default.Slog())
-	redirectKlog.Do(func() { klog.SetLogger(logr.New(&klogSink{s: KlogScope})) })
+	redirectKlog.Do(setKlogLogger)
 	return nil
 }
 

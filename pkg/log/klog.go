@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 )
 
 // KlogScope is the scope of the Kubernetes client libraries' messages
@@ -13,6 +14,13 @@ import (
 var KlogScope = RegisterScope("klog", "Kubernetes client library (klog) messages")
 
 var redirectKlog sync.Once
+
+// klog goes through KlogScope from the start: set later (at the first
+// Configure), klog's logger would be written while the client libraries'
+// goroutines of whoever started them first (a test's informers) read it.
+func init() { redirectKlog.Do(setKlogLogger) }
+
+func setKlogLogger() { klog.SetLogger(logr.New(&klogSink{s: KlogScope})) }
 
 // klogSink is a logr.LogSink writing through a scope, with Istio's mapping
 // (its logr adapter): verbosity 0 to 3 is info, above is debug; errors are
