@@ -49,6 +49,8 @@ type ChurnReport struct {
 	NonEDS    int64
 	Responses int64
 	IstiodCPU float64
+	// PushStages are istiod's push-stage histograms over the churn
+	PushStages map[string]histogram
 }
 
 // The churned Services' addresses: generation 0 (before the restart) in
@@ -152,6 +154,7 @@ func (f *fleet) churn(ctx context.Context, w *world, cpu *cpuMeter) (*ChurnRepor
 		return f.count.resources[0].Load() + f.count.resources[2].Load() + f.count.resources[3].Load()
 	}
 	nonEDSBefore := nonEDS()
+	stages, _ := f.d.histograms(pushStageMetrics)
 	f.churning.Store(true)
 	start := time.Now()
 	var mu sync.Mutex
@@ -203,6 +206,7 @@ func (f *fleet) churn(ctx context.Context, w *world, cpu *cpuMeter) (*ChurnRepor
 	cr.Responses = f.count.responses.Load() - responses
 	cr.NonEDS = nonEDS() - nonEDSBefore
 	cr.EmptyAssignments = f.count.churnEmpty.Load()
+	cr.PushStages = f.d.stagesSince(stages)
 	return cr, nil
 }
 

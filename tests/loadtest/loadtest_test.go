@@ -95,6 +95,9 @@ func TestLoadStorm(t *testing.T) {
 	if s.Edits < 3 || s.Responses == 0 || s.IstiodPeakRSS == 0 {
 		t.Errorf("storm: %d edits, %d responses, peak RSS %d", s.Edits, s.Responses, s.IstiodPeakRSS)
 	}
+	if s.PushStages["pilot_debounce_time"].count == 0 {
+		t.Errorf("no debounce observed over the storm: %v", s.PushStages)
+	}
 	var b strings.Builder
 	PrintComparison(&b, []*Report{r})
 	if !strings.Contains(b.String(), "storm: last edit, all sidecars") {
@@ -162,6 +165,9 @@ func TestLoadKube(t *testing.T) {
 	if c.Updates != 2*5 || c.Converged != 4 || c.EmptyAssignments != 0 || c.NonEDS != 0 || c.Responses == 0 {
 		t.Errorf("churn: %d updates, %d sidecars converged, %d empty assignments, %d non-EDS resources, %d responses",
 			c.Updates, c.Converged, c.EmptyAssignments, c.NonEDS, c.Responses)
+	}
+	if c.PushStages["pilot_debounce_time"].count == 0 {
+		t.Errorf("no debounce observed over the churn: %v", c.PushStages)
 	}
 }
 

@@ -63,22 +63,21 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "istiod Go runtime at end: Sys %s; heap sys %s, idle %s of which released %s; stacks %s; GC goal %s\n",
 			mib(m["Sys"]), mib(m["HeapSys"]), mib(m["HeapIdle"]), mib(m["HeapReleased"]), mib(m["StackInuse"]), mib(m["NextGC"]))
 	}
-	if st := r.PushStages; st != nil {
-		fmt.Fprintf(w, "istiod's histograms over the change rounds, mean (observations): debounce %s (%.0f), push context %s (%.0f), queue %s (%.0f), xDS push %s (%.0f), convergence %s (%.0f)\n",
-			seconds(st["pilot_debounce_time"].mean()), st["pilot_debounce_time"].count,
-			seconds(st["pilot_pushcontext_init_seconds"].mean()), st["pilot_pushcontext_init_seconds"].count,
-			seconds(st["pilot_proxy_queue_time"].mean()), st["pilot_proxy_queue_time"].count,
-			seconds(st["pilot_xds_push_time"].mean()), st["pilot_xds_push_time"].count,
-			seconds(st["pilot_proxy_convergence_time"].mean()), st["pilot_proxy_convergence_time"].count)
-	}
+	printStages(w, "the change rounds", r.PushStages)
 	if c := r.Churn; c != nil {
 		fmt.Fprintf(w, "pod churn: %d pods behind %d Services, %d updates in %s; %d/%d sidecars had the final endpoints %s after the last (p50 %s); empty assignments %d; non-EDS resources %d; %d responses; istiod CPU seconds %.2f\n",
 			c.Pods, c.Services, c.Updates, ms(c.Duration), c.Converged, r.Proxies, ms(c.AfterEnd), ms(c.ConvergeP50), c.EmptyAssignments, c.NonEDS, c.Responses, c.IstiodCPU)
+	}
+	if c := r.Churn; c != nil {
+		printStages(w, "the pod churn", c.PushStages)
 	}
 	if s := r.Storm; s != nil {
 		fmt.Fprintf(w, "config storm: %d edits in %s; %d/%d sidecars had the last %s after it (p50 %s); istiod CPU seconds %.2f, RSS peak %s, at end %s; received %d responses, %s; tool CPU %.2f\n",
 			s.Edits, ms(s.Duration), s.Converged, r.Proxies, ms(s.AfterEnd), ms(s.ConvergeP50), s.IstiodCPU, mib(s.IstiodPeakRSS), mib(s.IstiodRSSAtEnd),
 			s.Responses, mib(s.Bytes), s.ToolCPU)
+	}
+	if s := r.Storm; s != nil {
+		printStages(w, "the config storm", s.PushStages)
 	}
 	fmt.Fprintf(w, "load tool: CPU seconds: connect %.2f, change %.2f, validation after the phases %.2f; RSS at end %s (peak %s)\n",
 		r.ToolConnectCPU, r.ToolChangeCPU, r.ToolValidateCPU, mib(r.ToolRSS), mib(r.ToolPeakRSS))
@@ -212,4 +211,19 @@ func phaseCell[T any](phase func(*Report) *T, f func(*T) string) func(*Report) s
 		}
 		return "-"
 	}
+}
+
+// printStages writes istiod's push-stage histograms over a phase (nothing
+// when they were not read).
+func printStages(w io.Writer, phase string, st map[string]histogram) {
+	if st == nil {
+		return
+	}
+	fmt.Fprintf(w, "istiod's histograms over %s, mean (observations): debounce %s (%.0f), push context %s (%.0f), queue %s (%.0f), xDS push %s (%.0f), convergence %s (%.0f)\n",
+		phase,
+		seconds(st["pilot_debounce_time"].mean()), st["pilot_debounce_time"].count,
+		seconds(st["pilot_pushcontext_init_seconds"].mean()), st["pilot_pushcontext_init_seconds"].count,
+		seconds(st["pilot_proxy_queue_time"].mean()), st["pilot_proxy_queue_time"].count,
+		seconds(st["pilot_xds_push_time"].mean()), st["pilot_xds_push_time"].count,
+		seconds(st["pilot_proxy_convergence_time"].mean()), st["pilot_proxy_convergence_time"].count)
 }

@@ -399,11 +399,8 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 		r.Converged = 0
 	}
 	r.ConvergeTotal = median(r.Rounds)
-	if after, err := d.histograms(pushStageMetrics); err == nil && stagesErr == nil {
-		r.PushStages = map[string]histogram{}
-		for _, n := range pushStageMetrics {
-			r.PushStages[n] = after[n].sub(stagesBefore[n])
-		}
+	if stagesErr == nil {
+		r.PushStages = d.stagesSince(stagesBefore)
 	}
 	if cpuProfileDone != nil {
 		<-cpuProfileDone
@@ -470,6 +467,20 @@ func runOne(ctx context.Context, o Options, w *world, t target, dir, heapProfile
 // change.
 var pushStageMetrics = []string{"pilot_debounce_time", "pilot_pushcontext_init_seconds", "pilot_proxy_queue_time",
 	"pilot_xds_push_time", "pilot_proxy_convergence_time"}
+
+// stagesSince is istiod's push-stage histograms since before (nil when
+// they cannot be read).
+func (d *daemon) stagesSince(before map[string]histogram) map[string]histogram {
+	after, err := d.histograms(pushStageMetrics)
+	if err != nil || before == nil {
+		return nil
+	}
+	out := map[string]histogram{}
+	for _, n := range pushStageMetrics {
+		out[n] = after[n].sub(before[n])
+	}
+	return out
+}
 
 // median of durations; the lower middle one for an even count.
 func median(d []time.Duration) time.Duration {

@@ -34,6 +34,8 @@ type StormReport struct {
 	Responses      int64 // received by the sidecars over the storm
 	Bytes          int64
 	ToolCPU        float64
+	// PushStages are istiod's push-stage histograms over the storm
+	PushStages map[string]histogram
 }
 
 // stormRound is the round whose weights the last edit of a storm writes.
@@ -75,6 +77,7 @@ func (f *fleet) storm(ctx context.Context, w *world, pid int, cpu *cpuMeter) (*S
 		sampler.Wait()
 	}()
 
+	stages, _ := f.d.histograms(pushStageMetrics)
 	f.round.Store(int32(stormRound))
 	interval := time.Second / time.Duration(rate)
 	start := time.Now()
@@ -123,6 +126,7 @@ func (f *fleet) storm(ctx context.Context, w *world, pid int, cpu *cpuMeter) (*S
 	sr.IstiodRSSAtEnd, _ = procstat.Memory(strconv.Itoa(pid))
 	sr.Responses = f.count.responses.Load() - responses
 	sr.Bytes = f.receivedBytes() - bytes
+	sr.PushStages = f.d.stagesSince(stages)
 	return sr, nil
 }
 

@@ -81,9 +81,17 @@ func (e *Engine) ConfigUpdate(req *model.PushRequest) {
 		}
 		pushEngineLog.Errorf("%v", err)
 	}
-	if len(req.Reason) == 0 {
+	if len(req.Reason) == 0 || req.Start.IsZero() {
 		r := *req
-		r.Reason = model.NewReasonStats(model.UnknownTrigger)
+		if len(r.Reason) == 0 {
+			r.Reason = model.NewReasonStats(model.UnknownTrigger)
+		}
+		if r.Start.IsZero() {
+			// a change is timed from its arrival, so that a proxy's
+			// convergence (pilot_proxy_convergence_time) counts every push,
+			// the registries' endpoint pushes included, as Istio's does
+			r.Start = e.clock.Now()
+		}
 		req = &r
 	}
 	RecordInboundUpdate(InboundConfig)

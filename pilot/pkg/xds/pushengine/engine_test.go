@@ -283,3 +283,24 @@ func TestPushzHandler(t *testing.T) {
 		t.Fatalf("nil sources: %d %+v", code, doc)
 	}
 }
+
+// A request that arrives untimed (a registry's endpoint push) is timed
+// from its arrival, so that its proxies' convergence is recorded; one
+// that carries its start keeps it.
+func TestPushEngineTimesUntimedRequests(t *testing.T) {
+	opts := pushengine.DefaultDebounceOptions()
+	opts.EnableEDSDebounce = false
+	h := newEngine(t, pushengine.Options{Debounce: opts})
+	h.engine.Start(h.stop)
+	arrived := h.clock.Now()
+	h.engine.ConfigUpdate(edsReq("x"))
+	if req := h.next(t); !req.Start.Equal(arrived) {
+		t.Errorf("untimed request started at %v, want its arrival %v", req.Start, arrived)
+	}
+	timed := edsReq("y")
+	timed.Start = arrived.Add(-time.Minute)
+	h.engine.ConfigUpdate(timed)
+	if req := h.next(t); !req.Start.Equal(timed.Start) {
+		t.Errorf("timed request started at %v, want %v", req.Start, timed.Start)
+	}
+}
