@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // BuildIstiod compiles cmd/istiod of the module the caller runs in (found
@@ -45,7 +46,8 @@ func FreeAddr() (string, error) {
 
 // FreeAddrs returns n distinct free loopback addresses: each port is held
 // until all are picked, so that the kernel cannot hand out one twice (a
-// process given the same port for two listeners fails to start).
+// process given the same port for two listeners fails to start), and none
+// was returned by an earlier call of the process (handedOut).
 func FreeAddrs(n int) ([]string, error) {
 	var ls []net.Listener
 	defer func() {
@@ -53,14 +55,33 @@ func FreeAddrs(n int) ([]string, error) {
 			l.Close()
 		}
 	}()
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	out := make([]string, 0, n)
-	for range n {
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("no loopback port not handed out before in %d tries", tries)
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
+		ls = append(ls, l) // held (even when not used) until all are picked
+		a := l.Addr().String()
+		if handedOut.addrs[a] {
+			continue
+		}
+		handedOut.addrs[a] = true
+		out = append(out, a)
 	}
 	return out, nil
 }
+
+// handedOut are the addresses FreeAddrs returned in this process: a port
+// is handed out once, so that a process started with one cannot lose it
+// to another started just after, which was given the same port before the
+// first bound it (the ports are free again once FreeAddrs returns).
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}

@@ -49,3 +49,22 @@ func TestStopKillsAfterGrace(t *testing.T) {
 		t.Errorf("state %v", cmd.ProcessState)
 	}
 }
+
+// Addresses are never handed out twice in a process, even once the first
+// caller's ports are free again: two control planes started one after the
+// other cannot be given the same port.
+func TestFreeAddrsNeverRepeat(t *testing.T) {
+	seen := map[string]bool{}
+	for range 50 {
+		addrs, err := testproc.FreeAddrs(5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range addrs {
+			if seen[a] {
+				t.Fatalf("%s handed out twice", a)
+			}
+			seen[a] = true
+		}
+	}
+}
