@@ -94,15 +94,18 @@ func (c *Client) sotwState(typeURL string, got map[string]proto.Message) map[str
 	return out
 }
 
+// The workload API's wildcard types.
+const (
+	addressType       = "type.googleapis.com/istio.workload.Address"
+	authorizationType = "type.googleapis.com/istio.security.Authorization"
+)
+
 // wholeStateType: the types whose state-of-the-world responses always
 // carry every resource (the protocol's listeners and clusters, and the
 // workload API's wildcard types).
 func wholeStateType(typeURL string) bool {
 	switch typeURL {
-	case "type.googleapis.com/envoy.config.listener.v3.Listener",
-		"type.googleapis.com/envoy.config.cluster.v3.Cluster",
-		"type.googleapis.com/istio.workload.Address",
-		"type.googleapis.com/istio.security.Authorization":
+	case listenerType, clusterType, addressType, authorizationType:
 		return true
 	}
 	return false
